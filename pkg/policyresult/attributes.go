@@ -1,0 +1,45 @@
+package policyresult // import "github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+
+// Resource attributes.
+const (
+	// AttrClusterName names the cluster a record came from. It is part of every result's identity, so results of
+	// two clusters never share a key on a shared topic or table.
+	AttrClusterName = "k8s.cluster.name"
+)
+
+// Log record attributes.
+const (
+	// AttrEventName holds one of the Event* values. The record's EventName field is set to the same value; the
+	// attribute is kept for backends and OTTL statements that read attributes only.
+	AttrEventName = "event.name"
+
+	AttrSource   = "policy.source"
+	AttrPolicy   = "policy.name"
+	AttrRule     = "policy.rule"
+	AttrCategory = "policy.category"
+	AttrSeverity = "policy.severity"
+	AttrResult   = "policy.result"
+	AttrScored   = "policy.scored"
+	AttrMessage  = "policy.message"
+
+	AttrResultKey   = "policy.result.key"
+	AttrResultID    = "policy.result.id"
+	AttrResultState = "policy.result.state"
+
+	AttrResourceAPIVersion = "policy.resource.api_version"
+	AttrResourceKind       = "policy.resource.kind"
+	AttrResourceNamespace  = "policy.resource.namespace"
+	AttrResourceName       = "policy.resource.name"
+	AttrResourceUID        = "policy.resource.uid"
+
+	AttrReportKind      = "policy.report.kind"
+	AttrReportNamespace = "policy.report.namespace"
+	AttrReportName      = "policy.report.name"
+)
+
+// Values of AttrEventName.
+const (
+	EventResult   = "policy.result"
+	EventDecision = "policy.decision"
+	EventSummary  = "policy.summary"
+)

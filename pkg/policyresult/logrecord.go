@@ -1,0 +1,136 @@
+package policyresult // import "github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+
+import (
+	"errors"
+	"fmt"
+
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+)
+
+// WriteResource sets the resource attributes of the records of one cluster.
+func WriteResource(res pcommon.Resource, cluster string) {
+	if cluster != "" {
+		res.Attributes().PutStr(AttrClusterName, cluster)
+	}
+}
+
+// WriteLogRecord writes r into lr as a policy.result record: event name, severity, timestamp and every
+// attribute of the model, including the computed key and ID. Empty optional fields are left out rather than
+// written as empty strings. The body is the caller's: receivers put the source's own result there.
+func WriteLogRecord(r *Result, lr plog.LogRecord) {
+	lr.SetEventName(EventResult)
+	sev := RecordSeverity(r.Outcome, r.Severity)
+	lr.SetSeverityNumber(sev)
+	lr.SetSeverityText(severityText(sev))
+	if !r.Timestamp.IsZero() {
+		lr.SetTimestamp(pcommon.NewTimestampFromTime(r.Timestamp))
+	}
+
+	attrs := lr.Attributes()
+	attrs.EnsureCapacity(20)
+	attrs.PutStr(AttrEventName, EventResult)
+	putNonEmpty(attrs, AttrSource, r.Source)
+	putNonEmpty(attrs, AttrPolicy, r.Policy)
+	putNonEmpty(attrs, AttrRule, r.Rule)
+	putNonEmpty(attrs, AttrCategory, r.Category)
+	putNonEmpty(attrs, AttrSeverity, string(r.Severity))
+	putNonEmpty(attrs, AttrResult, string(r.Outcome))
+	if r.Scored != nil {
+		attrs.PutBool(AttrScored, *r.Scored)
+	}
+	putNonEmpty(attrs, AttrMessage, r.Message)
+	attrs.PutStr(AttrResultKey, r.Key())
+	attrs.PutStr(AttrResultID, r.ID())
+	putNonEmpty(attrs, AttrResultState, string(r.State))
+
+	putNonEmpty(attrs, AttrResourceAPIVersion, r.Resource.APIVersion)
+	putNonEmpty(attrs, AttrResourceKind, r.Resource.Kind)
+	putNonEmpty(attrs, AttrResourceNamespace, r.Resource.Namespace)
+	putNonEmpty(attrs, AttrResourceName, r.Resource.Name)
+	putNonEmpty(attrs, AttrResourceUID, r.Resource.UID)
+
+	putNonEmpty(attrs, AttrReportKind, r.Report.Kind)
+	putNonEmpty(attrs, AttrReportNamespace, r.Report.Namespace)
+	putNonEmpty(attrs, AttrReportName, r.Report.Name)
+}
+
+func putNonEmpty(attrs pcommon.Map, name, value string) {
+	if value != "" {
+		attrs.PutStr(name, value)
+	}
+}
+
+// ErrNotResult is returned by ReadLogRecord for records that are not policy.result records.
+var ErrNotResult = errors.New("not a policy.result record")
+
+// ReadLogRecord reads a result back from a record written by WriteLogRecord, possibly after processors changed
+// it. It fails on records of another event, on values outside the vocabulary, and when the stored key no longer
+// matches the identity attributes (a processor rewrote one of them without recomputing the key).
+func ReadLogRecord(res pcommon.Resource, lr plog.LogRecord) (Result, error) {
+	attrs := lr.Attributes()
+	event := lr.EventName()
+	if event == "" {
+		event = str(attrs, AttrEventName)
+	}
+	if event != EventResult {
+		return Result{}, fmt.Errorf("%w: event name %q", ErrNotResult, event)
+	}
+
+	r := Result{
+		Cluster:  str(res.Attributes(), AttrClusterName),
+		Source:   str(attrs, AttrSource),
+		Policy:   str(attrs, AttrPolicy),
+		Rule:     str(attrs, AttrRule),
+		Category: str(attrs, AttrCategory),
+		Message:  str(attrs, AttrMessage),
+		Resource: Resource{
+			APIVersion: str(attrs, AttrResourceAPIVersion),
+			Kind:       str(attrs, AttrResourceKind),
+			Namespace:  str(attrs, AttrResourceNamespace),
+			Name:       str(attrs, AttrResourceName),
+			UID:        str(attrs, AttrResourceUID),
+		},
+		Report: Report{
+			Kind:      str(attrs, AttrReportKind),
+			Namespace: str(attrs, AttrReportNamespace),
+			Name:      str(attrs, AttrReportName),
+		},
+	}
+	if lr.Timestamp() != 0 {
+		r.Timestamp = lr.Timestamp().AsTime()
+	}
+	if v, ok := attrs.Get(AttrScored); ok {
+		if v.Type() != pcommon.ValueTypeBool {
+			return Result{}, fmt.Errorf("attribute %s: want a bool, got %s", AttrScored, v.Type())
+		}
+		scored := v.Bool()
+		r.Scored = &scored
+	}
+
+	var err error
+	if s, ok := attrs.Get(AttrResult); ok {
+		if r.Outcome, err = ParseOutcome(s.AsString()); err != nil {
+			return Result{}, fmt.Errorf("attribute %s: %w", AttrResult, err)
+		}
+	}
+	if s := str(attrs, AttrSeverity); s != "" {
+		if r.Severity = ParseSeverity(s); r.Severity == SeverityNone {
+			return Result{}, fmt.Errorf("attribute %s: unknown severity %q", AttrSeverity, s)
+		}
+	}
+	if r.State, err = ParseState(str(attrs, AttrResultState)); err != nil {
+		return Result{}, fmt.Errorf("attribute %s: %w", AttrResultState, err)
+	}
+	if key := str(attrs, AttrResultKey); key != "" && key != r.Key() {
+		return Result{}, fmt.Errorf("attribute %s is %s but the identity attributes give %s", AttrResultKey, key, r.Key())
+	}
+	return r, nil
+}
+
+func str(attrs pcommon.Map, name string) string {
+	if v, ok := attrs.Get(name); ok {
+		return v.AsString()
+	}
+	return ""
+}

@@ -1,0 +1,150 @@
+package policyresult
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/plog"
+)
+
+func newRecord(t *testing.T, r Result) plog.Logs {
+	t.Helper()
+	ld := plog.NewLogs()
+	rl := ld.ResourceLogs().AppendEmpty()
+	WriteResource(rl.Resource(), r.Cluster)
+	WriteLogRecord(&r, rl.ScopeLogs().AppendEmpty().LogRecords().AppendEmpty())
+	return ld
+}
+
+func firstRecord(ld plog.Logs) plog.LogRecord {
+	return ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0)
+}
+
+func TestWriteLogRecordAttributes(t *testing.T) {
+	r := sampleResult()
+	r.Timestamp = time.Date(2026, 11, 22, 10, 30, 0, 0, time.UTC)
+	ld := newRecord(t, r)
+	lr := firstRecord(ld)
+
+	assert.Equal(t, EventResult, lr.EventName())
+	assert.Equal(t, plog.SeverityNumberWarn, lr.SeverityNumber())
+	assert.Equal(t, "WARN", lr.SeverityText())
+	assert.Equal(t, r.Timestamp, lr.Timestamp().AsTime())
+	assert.Equal(t, map[string]any{AttrClusterName: "prod-eu-1"}, ld.ResourceLogs().At(0).Resource().Attributes().AsRaw())
+	assert.Equal(t, map[string]any{
+		AttrEventName:          EventResult,
+		AttrSource:             "kyverno",
+		AttrPolicy:             "require-labels",
+		AttrRule:               "check-team",
+		AttrCategory:           "Best Practices",
+		AttrSeverity:           "medium",
+		AttrResult:             "fail",
+		AttrScored:             true,
+		AttrMessage:            "label 'team' is required",
+		AttrResultKey:          goldenKey,
+		AttrResultID:           goldenID,
+		AttrResultState:        "new",
+		AttrResourceAPIVersion: "v1",
+		AttrResourceKind:       "Pod",
+		AttrResourceNamespace:  "shop",
+		AttrResourceName:       "cart-7d9f",
+		AttrResourceUID:        "0b7f7c1e-6a52-4c1e-9f35-1d2a4b6c8e01",
+		AttrReportKind:         "PolicyReport",
+		AttrReportNamespace:    "shop",
+		AttrReportName:         "0b7f7c1e-6a52-4c1e-9f35-1d2a4b6c8e01",
+	}, lr.Attributes().AsRaw())
+}
+
+func TestWriteLogRecordLeavesOutEmptyFields(t *testing.T) {
+	r := Result{Source: "kube-bench", Policy: "cis-1.8", Rule: "1.2.1", Outcome: OutcomePass,
+		Report: Report{Kind: "ClusterPolicyReport", Name: "cis"}}
+	lr := firstRecord(newRecord(t, r))
+	assert.Equal(t, map[string]any{
+		AttrEventName: EventResult, AttrSource: "kube-bench", AttrPolicy: "cis-1.8", AttrRule: "1.2.1",
+		AttrResult: "pass", AttrResultKey: r.Key(), AttrResultID: r.ID(),
+		AttrReportKind: "ClusterPolicyReport", AttrReportName: "cis",
+	}, lr.Attributes().AsRaw())
+	assert.Zero(t, lr.Timestamp())
+}
+
+func TestRoundTrip(t *testing.T) {
+	notScored := false
+	full := sampleResult()
+	full.Timestamp = time.Date(2026, 1, 2, 3, 4, 5, 6, time.UTC)
+	for name, r := range map[string]Result{
+		"full":       full,
+		"minimal":    {Outcome: OutcomeSkip},
+		"not scored": {Source: "kube-bench", Scored: &notScored, Outcome: OutcomeWarn, State: StateResolved},
+		"no cluster": {Source: "trivy-operator", Policy: "CVE-2026-0001", Severity: SeverityCritical, Outcome: OutcomeFail,
+			Resource: Resource{APIVersion: "apps/v1", Kind: "ReplicaSet", Namespace: "kube-system", Name: "coredns-5d78c9869d"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ld := newRecord(t, r)
+			// Through the wire format too: what an exporter sends is what a receiver reads back.
+			raw, err := (&plog.ProtoMarshaler{}).MarshalLogs(ld)
+			require.NoError(t, err)
+			ld, err = (&plog.ProtoUnmarshaler{}).UnmarshalLogs(raw)
+			require.NoError(t, err)
+
+			got, err := ReadLogRecord(ld.ResourceLogs().At(0).Resource(), firstRecord(ld))
+			require.NoError(t, err)
+			assert.Equal(t, r, got)
+		})
+	}
+}
+
+func TestReadLogRecordRejects(t *testing.T) {
+	for name, tt := range map[string]struct {
+		mutate func(plog.LogRecord)
+		want   string
+	}{
+		"other event": {func(lr plog.LogRecord) {
+			lr.SetEventName(EventDecision)
+		}, "not a policy.result record"},
+		"bad outcome": {func(lr plog.LogRecord) {
+			lr.Attributes().PutStr(AttrResult, "MANUAL")
+		}, `attribute policy.result: unknown policy result "MANUAL"`},
+		"bad severity": {func(lr plog.LogRecord) {
+			lr.Attributes().PutStr(AttrSeverity, "urgent")
+		}, `unknown severity "urgent"`},
+		"bad state": {func(lr plog.LogRecord) {
+			lr.Attributes().PutStr(AttrResultState, "gone")
+		}, `unknown policy result state "gone"`},
+		"scored not bool": {func(lr plog.LogRecord) {
+			lr.Attributes().PutStr(AttrScored, "yes")
+		}, "attribute policy.scored: want a bool, got Str"},
+		"identity rewritten": {func(lr plog.LogRecord) {
+			lr.Attributes().PutStr(AttrResourceName, "renamed")
+		}, "attribute policy.result.key is " + goldenKey},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ld := newRecord(t, sampleResult())
+			lr := firstRecord(ld)
+			tt.mutate(lr)
+			_, err := ReadLogRecord(ld.ResourceLogs().At(0).Resource(), lr)
+			assert.ErrorContains(t, err, tt.want)
+		})
+	}
+}
+
+func TestReadLogRecordFromAttributeOnly(t *testing.T) {
+	// Records from an older SDK or a transform may carry the event name only as an attribute.
+	ld := newRecord(t, sampleResult())
+	lr := firstRecord(ld)
+	lr.SetEventName("")
+	got, err := ReadLogRecord(ld.ResourceLogs().At(0).Resource(), lr)
+	require.NoError(t, err)
+	assert.Equal(t, "require-labels", got.Policy)
+}
+
+func BenchmarkWriteLogRecord(b *testing.B) {
+	r := sampleResult()
+	lrs := plog.NewLogRecordSlice()
+	b.ReportAllocs()
+	for b.Loop() {
+		lrs.RemoveIf(func(plog.LogRecord) bool { return true })
+		WriteLogRecord(&r, lrs.AppendEmpty())
+	}
+}
