@@ -1,0 +1,65 @@
+# otelcol-policy: `make run` starts the collector on the embedded default config; `make test` runs every test.
+# Downloads and tool builds are cached outside the repository, under $(CACHE_DIR).
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+
+GO        ?= go
+CACHE_DIR ?= $(HOME)/.cache/otelcol-policy
+TOOLS_BIN := $(CACHE_DIR)/bin
+
+OCB_VERSION := v0.161.0
+OCB         := $(TOOLS_BIN)/builder-$(OCB_VERSION)
+
+DIST        := otelcol-policy
+BIN         := bin/$(DIST)
+BUILD_DIR   := _build/$(DIST)
+CONFIG      := distributions/$(DIST)/config.yaml
+
+# Every metadata.yaml of this repository's components, for mdatagen.
+METADATA := $(shell find receiver processor exporter extension connector -name metadata.yaml 2>/dev/null)
+
+GO_TEST_FLAGS ?= -count=1 -timeout 30m
+
+.PHONY: all build run test test-unit lint generate tools clean
+
+all: lint build test
+
+$(OCB):
+	mkdir -p $(TOOLS_BIN)
+	GOBIN=$(CACHE_DIR)/ocb-$(OCB_VERSION) $(GO) install go.opentelemetry.io/collector/cmd/builder@$(OCB_VERSION)
+	mv $(CACHE_DIR)/ocb-$(OCB_VERSION)/builder $(OCB)
+
+tools: $(OCB)
+
+## build: generate the distribution with OCB from builder-config.yaml and copy the binary to bin/
+build: $(OCB)
+	mkdir -p $(BUILD_DIR)
+	$(OCB) --config builder-config.yaml
+	mkdir -p bin
+	cp $(BUILD_DIR)/$(DIST) $(BIN)
+
+## run: build, then run the collector on the embedded default config (writes under ./data/)
+run: build
+	$(BIN) --config $(CONFIG)
+
+## test: every unit and integration test; the end-to-end tests run the binary that `build` made
+test: build
+	OTELCOL_POLICY_BIN=$(CURDIR)/$(BIN) $(GO) test $(GO_TEST_FLAGS) ./...
+
+## test-unit: the tests that need no binary and no server
+test-unit:
+	$(GO) test $(GO_TEST_FLAGS) -short ./...
+
+## lint: gofmt and go vet
+lint:
+	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
+	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
+	$(GO) vet ./...
+
+## generate: regenerate the committed generated code (mdatagen, from the tools module in internal/tools)
+generate:
+	for m in $(METADATA); do (cd internal/tools && $(GO) tool mdatagen $(CURDIR)/$$m); done
+
+clean:
+	rm -rf bin _build
