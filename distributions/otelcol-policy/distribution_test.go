@@ -1,0 +1,224 @@
+// Package distribution_test runs bin/otelcol-policy, as `make run` does, on the embedded default config.
+package distribution_test
+
+import (
+	"bufio"
+	"bytes"
+	"fmt"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"gopkg.in/yaml.v3"
+
+	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
+	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+)
+
+const resultsFile = "data/results/policy-results.jsonl"
+
+func defaultConfig(t *testing.T) string {
+	return filepath.Join(collectortest.RepoRoot(t), "distributions", "otelcol-policy", "config.yaml")
+}
+
+// ports moves every listener of the default config to a free port, so that tests do not collide with each other
+// or with a `make run` on the same machine. Nothing else of the default config changes.
+type ports struct{ health, grpc, http, metrics int }
+
+func overlay(t *testing.T, dir string, extra string) (string, ports) {
+	p := ports{collectortest.FreePort(t), collectortest.FreePort(t), collectortest.FreePort(t), collectortest.FreePort(t)}
+	path := filepath.Join(dir, "overlay.yaml")
+	cfg := fmt.Sprintf(`
+extensions:
+  health_check:
+    endpoint: 127.0.0.1:%d
+receivers:
+  otlp:
+    protocols:
+      grpc:
+        endpoint: 127.0.0.1:%d
+      http:
+        endpoint: 127.0.0.1:%d
+service:
+  telemetry:
+    metrics:
+      readers:
+        - pull:
+            exporter:
+              prometheus:
+                host: 127.0.0.1
+                port: %d
+%s`, p.health, p.grpc, p.http, p.metrics, extra)
+	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
+	return path, p
+}
+
+func start(t *testing.T, dir, extra string) (*collectortest.Collector, ports) {
+	ov, p := overlay(t, dir, extra)
+	c := collectortest.Start(t, dir, defaultConfig(t), ov)
+	c.WaitHealthy(fmt.Sprintf("http://127.0.0.1:%d/", p.health))
+	return c, p
+}
+
+func sampleResult(name string) policyresult.Result {
+	return policyresult.Result{
+		Cluster: "laptop", Source: "kyverno", Policy: "disallow-privileged", Rule: "privileged-containers",
+		Category: "Pod Security", Severity: policyresult.SeverityHigh, Outcome: policyresult.OutcomeFail,
+		Message: "privileged mode is disallowed", State: policyresult.StateNew,
+		Resource:  policyresult.Resource{APIVersion: "v1", Kind: "Pod", Namespace: "shop", Name: name},
+		Report:    policyresult.Report{Kind: "PolicyReport", Namespace: "shop", Name: "pol-" + name},
+		Timestamp: time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC),
+	}
+}
+
+// sendOTLP posts results as one OTLP/HTTP JSON request and requires the collector to accept it.
+func sendOTLP(t *testing.T, httpPort int, results ...policyresult.Result) {
+	ld := plog.NewLogs()
+	rl := ld.ResourceLogs().AppendEmpty()
+	policyresult.WriteResource(rl.Resource(), results[0].Cluster)
+	lrs := rl.ScopeLogs().AppendEmpty().LogRecords()
+	for i := range results {
+		lr := lrs.AppendEmpty()
+		policyresult.WriteLogRecord(&results[i], lr)
+		lr.Body().SetStr(results[i].Message)
+	}
+	body, err := (&plog.JSONMarshaler{}).MarshalLogs(ld)
+	require.NoError(t, err)
+	resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/v1/logs", httpPort), "application/json", bytes.NewReader(body))
+	require.NoError(t, err)
+	defer resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+}
+
+// readResults reads every result the durable_file exporter wrote under dir.
+func readResults(t *testing.T, dir string) []policyresult.Result {
+	f, err := os.Open(filepath.Join(dir, resultsFile))
+	if os.IsNotExist(err) {
+		return nil
+	}
+	require.NoError(t, err)
+	defer f.Close()
+	var out []policyresult.Result
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		ld, err := (&plog.JSONUnmarshaler{}).UnmarshalLogs(sc.Bytes())
+		require.NoError(t, err)
+		for _, rl := range ld.ResourceLogs().All() {
+			for _, sl := range rl.ScopeLogs().All() {
+				for _, lr := range sl.LogRecords().All() {
+					r, err := policyresult.ReadLogRecord(rl.Resource(), lr)
+					require.NoError(t, err)
+					out = append(out, r)
+				}
+			}
+		}
+	}
+	require.NoError(t, sc.Err())
+	return out
+}
+
+func waitResults(t *testing.T, dir string, n int) []policyresult.Result {
+	var got []policyresult.Result
+	collectortest.Eventually(t, 30*time.Second, func() error {
+		if got = readResults(t, dir); len(got) < n {
+			return fmt.Errorf("%d of %d results in %s", len(got), n, resultsFile)
+		}
+		return nil
+	})
+	return got
+}
+
+// TestDefaultConfigIsLocal pins what the README promises of the default config.
+func TestDefaultConfigIsLocal(t *testing.T) {
+	raw, err := os.ReadFile(defaultConfig(t))
+	require.NoError(t, err)
+	var cfg struct {
+		Extensions map[string]map[string]any
+		Exporters  map[string]map[string]any
+	}
+	require.NoError(t, yaml.Unmarshal(raw, &cfg))
+	assert.Equal(t, "127.0.0.1:13133", cfg.Extensions["health_check"]["endpoint"])
+	assert.Equal(t, "./data/queue", cfg.Extensions["file_storage"]["directory"])
+	assert.Equal(t, "./"+resultsFile, cfg.Exporters["durable_file"]["path"])
+	assert.Equal(t, "file_storage", cfg.Exporters["durable_file"]["sending_queue"].(map[string]any)["storage"])
+	assert.Equal(t, "basic", cfg.Exporters["debug"]["verbosity"])
+	assert.NotContains(t, string(raw), "0.0.0.0", "the default config listens on loopback only")
+
+	out, err := exec.Command(collectortest.Binary(t), "validate", "--config="+defaultConfig(t)).CombinedOutput()
+	require.NoError(t, err, string(out))
+}
+
+func TestDefaultPipelineWritesRecordsUnderData(t *testing.T) {
+	dir := t.TempDir()
+	c, p := start(t, dir, "")
+	want := []policyresult.Result{sampleResult("web-1"), sampleResult("web-2")}
+	want[1].Outcome, want[1].Severity = policyresult.OutcomePass, policyresult.SeverityNone
+	sendOTLP(t, p.http, want...)
+
+	got := waitResults(t, dir, 2)
+	assert.Equal(t, want, got, "every attribute survives the default pipeline")
+	c.Stop()
+	assert.DirExists(t, filepath.Join(dir, "data", "queue"))
+	assert.Len(t, readResults(t, dir), 2, "written once")
+}
+
+// TestPersistentQueueSurvivesFailingExporterAndRestart: a record accepted while the exporter cannot write stays
+// in the file_storage queue, survives a restart, and is written once the exporter can write again.
+func TestPersistentQueueSurvivesFailingExporterAndRestart(t *testing.T) {
+	dir := t.TempDir()
+
+	// First run: every write fails (ENOSPC), as on a full disk.
+	c, p := start(t, dir, "exporters:\n  durable_file:\n    path: /dev/full\n")
+	want := sampleResult("api-0")
+	sendOTLP(t, p.http, want)
+	c.WaitOutput("no space left on device", 30*time.Second)
+	assert.Contains(t, c.Output(), "Exporting failed. Will retry the request after interval.")
+	c.Stop()
+	assert.Empty(t, readResults(t, dir))
+
+	// Second run: the same data directory, the exporter can write.
+	c, _ = start(t, dir, "")
+	got := waitResults(t, dir, 1)
+	assert.Equal(t, []policyresult.Result{want}, got)
+	// Stay a moment so that a duplicate delivery, if any, would show.
+	time.Sleep(2 * time.Second)
+	c.Stop()
+	assert.Len(t, readResults(t, dir), 1, "delivered exactly once")
+}
+
+// TestComponentsListsTheDistribution checks `otelcol-policy components` against the distribution's promise.
+func TestComponentsListsTheDistribution(t *testing.T) {
+	out, err := exec.Command(collectortest.Binary(t), "components").Output()
+	require.NoError(t, err)
+	type component struct {
+		Name   string `yaml:"name"`
+		Scheme string `yaml:"scheme"`
+	}
+	var comps struct {
+		Receivers, Processors, Exporters, Connectors, Extensions, Providers []component
+	}
+	require.NoError(t, yaml.Unmarshal(out, &comps))
+	lists := map[string][]component{"receivers": comps.Receivers, "processors": comps.Processors,
+		"exporters": comps.Exporters, "extensions": comps.Extensions, "providers": comps.Providers}
+	names := func(kind string) []string {
+		var n []string
+		for _, c := range lists[kind] {
+			n = append(n, c.Name+c.Scheme)
+		}
+		return n
+	}
+	assert.ElementsMatch(t, []string{"otlp"}, names("receivers"))
+	assert.ElementsMatch(t, []string{"batch", "memory_limiter", "transform", "filter", "attributes", "resource", "groupbyattrs"}, names("processors"))
+	// Core v0.161.0 names the OTLP exporters otlp_grpc and otlp_http; `otlp` and `otlphttp` remain aliases.
+	assert.ElementsMatch(t, []string{"otlp_grpc", "otlp_http", "debug", "file", "durable_file"}, names("exporters"))
+	assert.ElementsMatch(t, []string{"zpages", "file_storage", "health_check", "pprof", "bearertokenauth"}, names("extensions"))
+	assert.ElementsMatch(t, []string{"env", "file", "yaml", "http", "https"}, names("providers"))
+	assert.True(t, strings.Contains(string(out), "github.com/otelcol-policy/otelcol-policy"), "this repository's components are built in")
+}
