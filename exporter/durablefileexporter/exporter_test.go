@@ -23,7 +23,7 @@ import (
 )
 
 // startExporter starts an exporter without queue or retry, so that ConsumeLogs returns what the file returned.
-func startExporter(t *testing.T, cfg *Config) exporter.Logs {
+func startExporter(t testing.TB, cfg *Config) exporter.Logs {
 	t.Helper()
 	cfg.QueueConfig = configoptional.None[exporterhelper.QueueBatchConfig]()
 	cfg.RetryConfig.Enabled = false
