@@ -1,0 +1,69 @@
+#!/usr/bin/env bash
+# Installs or builds the real servers the integration tests start, caching them outside the repository.
+# Prints nothing but errors when everything is already cached. Usage: hack/test-servers.sh [etcd|kube-apiserver]...
+set -euo pipefail
+
+CACHE_DIR=${CACHE_DIR:-$HOME/.cache/otelcol-policy}
+BIN_DIR=$CACHE_DIR/bin
+KUBERNETES_VERSION=${KUBERNETES_VERSION:-v1.36.3}
+mkdir -p "$BIN_DIR"
+
+log() { echo "test-servers: $*" >&2; }
+
+as_root() {
+  if [[ $(id -u) == 0 ]]; then "$@"; else sudo "$@"; fi
+}
+
+# etcd from Debian's etcd-server package.
+install_etcd() {
+  if command -v etcd >/dev/null 2>&1 || [[ -x /usr/bin/etcd ]]; then return; fi
+  log "installing etcd-server (apt)"
+  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q etcd-server >/dev/null ||
+    { as_root apt-get update -q >/dev/null && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q etcd-server >/dev/null; }
+  # The package starts a system etcd on 2379; the tests run their own on free ports.
+  as_root systemctl stop etcd >/dev/null 2>&1 || true
+  as_root systemctl disable etcd >/dev/null 2>&1 || true
+}
+
+# kube-apiserver built from k8s.io/kubernetes. That module requires its staging modules at v0.0.0 and replaces
+# them with ./staging paths, which do not apply to a dependent module: the build module replaces each one with
+# its published release (v0.X.Y for Kubernetes v1.X.Y), derived from kubernetes' own go.mod.
+build_kube_apiserver() {
+  local bin=$BIN_DIR/kube-apiserver-$KUBERNETES_VERSION
+  [[ -x $bin ]] && return
+  log "building kube-apiserver $KUBERNETES_VERSION (about 4 minutes on 2 cores, once)"
+  local dir=$CACHE_DIR/kube-apiserver-build-$KUBERNETES_VERSION
+  local staging=v0.${KUBERNETES_VERSION#v1.}
+  rm -rf "$dir" && mkdir -p "$dir" && cd "$dir"
+  exec 3>&2 2>"$dir/build.log"
+  trap 'echo "test-servers: kube-apiserver build failed, see $dir/build.log" >&3; tail -20 "$dir/build.log" >&3' ERR
+  local gomod
+  gomod=$(go mod download -json "k8s.io/kubernetes@$KUBERNETES_VERSION" | sed -n 's/^\t"GoMod": "\(.*\)",$/\1/p')
+  [[ -n $gomod ]] || { log "cannot download k8s.io/kubernetes@$KUBERNETES_VERSION"; exit 1; }
+  {
+    printf 'module kube-apiserver-build\n\ngo 1.26.0\n\nrequire k8s.io/kubernetes %s\n\nreplace (\n' "$KUBERNETES_VERSION"
+    sed -n 's#^\s*\(k8s.io/[a-z0-9-]*\) => ./staging/src/k8s.io/.*$#\t\1 => \1 '"$staging"'#p' "$gomod"
+    printf ')\n'
+  } > go.mod
+  go mod tidy -e >/dev/null 2>&1 || true
+  go get "k8s.io/kubernetes/cmd/kube-apiserver@$KUBERNETES_VERSION" >/dev/null
+  printf 'package main\n\nimport _ "k8s.io/kubernetes/cmd/kube-apiserver/app"\n\nfunc main() {}\n' > keep.go
+  go mod tidy >/dev/null
+  local minor=${KUBERNETES_VERSION#v1.}
+  minor=${minor%%.*}
+  go build -o "$bin.tmp" -ldflags "-X k8s.io/component-base/version.gitVersion=$KUBERNETES_VERSION \
+    -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor" \
+    k8s.io/kubernetes/cmd/kube-apiserver
+  mv "$bin.tmp" "$bin"
+  trap - ERR
+  exec 2>&3 3>&-
+}
+
+[[ $# -gt 0 ]] || set -- etcd kube-apiserver
+for s in "$@"; do
+  case $s in
+    etcd) install_etcd ;;
+    kube-apiserver) build_kube_apiserver ;;
+    *) log "unknown server $s"; exit 2 ;;
+  esac
+done

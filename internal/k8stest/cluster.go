@@ -1,0 +1,292 @@
+// Package k8stest starts a real Kubernetes control plane for integration tests: etcd (Debian's etcd-server)
+// and kube-apiserver (built by hack/test-servers.sh), on free loopback ports, with token authentication and
+// RBAC, so that tests exercise the API server's real list, watch, discovery and authorization behaviour.
+package k8stest // import "github.com/otelcol-policy/otelcol-policy/internal/k8stest"
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/pem"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+)
+
+// KubernetesVersion is the kube-apiserver release hack/test-servers.sh builds.
+const KubernetesVersion = "v1.36.3"
+
+// Tokens of the users the API server knows. AdminToken is in system:masters; the others have no rights until a
+// test grants them some with RBAC.
+const (
+	AdminToken  = "admin-token"
+	ReaderUser  = "reader"
+	ReaderToken = "reader-token"
+)
+
+// Cluster is a running control plane.
+type Cluster struct {
+	URL string
+	dir string
+}
+
+func cacheDir() string {
+	if d := os.Getenv("CACHE_DIR"); d != "" {
+		return d
+	}
+	home, _ := os.UserHomeDir()
+	return filepath.Join(home, ".cache", "otelcol-policy")
+}
+
+// binaries finds etcd and kube-apiserver, or explains how to get them.
+func binaries() (etcd, apiserver string, err error) {
+	etcd, err = exec.LookPath("etcd")
+	if err != nil {
+		return "", "", fmt.Errorf("etcd not found: run hack/test-servers.sh (make test does)")
+	}
+	apiserver = os.Getenv("KUBE_APISERVER_BIN")
+	if apiserver == "" {
+		apiserver = filepath.Join(cacheDir(), "bin", "kube-apiserver-"+KubernetesVersion)
+	}
+	if _, err := os.Stat(apiserver); err != nil {
+		return "", "", fmt.Errorf("kube-apiserver not found at %s: run hack/test-servers.sh (make test does)", apiserver)
+	}
+	return etcd, apiserver, nil
+}
+
+// Start starts etcd and kube-apiserver in dir and waits until the API server is ready. The processes are
+// stopped by the returned function. It is meant for TestMain, so that a package shares one control plane.
+func Start(dir string) (*Cluster, func(), error) {
+	etcdBin, apiserverBin, err := binaries()
+	if err != nil {
+		return nil, nil, err
+	}
+	ports, err := freePorts(3)
+	if err != nil {
+		return nil, nil, err
+	}
+	etcdClient := "http://127.0.0.1:" + strconv.Itoa(ports[0])
+	etcdPeer := "http://127.0.0.1:" + strconv.Itoa(ports[1])
+	var procs []*exec.Cmd
+	stop := func() {
+		for i := len(procs) - 1; i >= 0; i-- {
+			_ = procs[i].Process.Kill()
+			_ = procs[i].Wait()
+		}
+	}
+	start := func(name string, bin string, args ...string) error {
+		logf, err := os.Create(filepath.Join(dir, name+".log"))
+		if err != nil {
+			return err
+		}
+		cmd := exec.Command(bin, args...)
+		cmd.Stdout, cmd.Stderr = logf, logf
+		// The servers die with the test process, whatever way it ends.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+		if err := cmd.Start(); err != nil {
+			return fmt.Errorf("starting %s: %w", name, err)
+		}
+		procs = append(procs, cmd)
+		return nil
+	}
+	if err := start("etcd", etcdBin,
+		"--data-dir", filepath.Join(dir, "etcd"),
+		"--listen-client-urls", etcdClient, "--advertise-client-urls", etcdClient,
+		"--listen-peer-urls", etcdPeer, "--initial-advertise-peer-urls", etcdPeer,
+		"--initial-cluster", "default="+etcdPeer,
+		"--unsafe-no-fsync", // a throw-away test store: fsync only slows the tests down
+	); err != nil {
+		stop()
+		return nil, nil, err
+	}
+
+	if err := writeServiceAccountKey(dir); err != nil {
+		stop()
+		return nil, nil, err
+	}
+	tokens := strings.Join([]string{
+		AdminToken + ",admin,admin,system:masters",
+		ReaderToken + "," + ReaderUser + "," + ReaderUser,
+	}, "\n") + "\n"
+	if err := os.WriteFile(filepath.Join(dir, "tokens.csv"), []byte(tokens), 0o600); err != nil {
+		stop()
+		return nil, nil, err
+	}
+	if err := start("kube-apiserver", apiserverBin,
+		"--etcd-servers", etcdClient,
+		"--bind-address", "127.0.0.1", "--secure-port", strconv.Itoa(ports[2]),
+		"--cert-dir", filepath.Join(dir, "certs"),
+		"--service-account-issuer", "https://kubernetes.default.svc",
+		"--service-account-key-file", filepath.Join(dir, "sa.pub"),
+		"--service-account-signing-key-file", filepath.Join(dir, "sa.key"),
+		"--token-auth-file", filepath.Join(dir, "tokens.csv"),
+		"--authorization-mode", "RBAC",
+		"--service-cluster-ip-range", "10.0.0.0/24",
+	); err != nil {
+		stop()
+		return nil, nil, err
+	}
+	c := &Cluster{URL: "https://127.0.0.1:" + strconv.Itoa(ports[2]), dir: dir}
+	if err := c.waitReady(90 * time.Second); err != nil {
+		stop()
+		logs, _ := os.ReadFile(filepath.Join(dir, "kube-apiserver.log"))
+		return nil, nil, fmt.Errorf("%w\nkube-apiserver log (tail):\n%s", err, tail(string(logs), 3000))
+	}
+	return c, stop, nil
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+func (c *Cluster) waitReady(timeout time.Duration) error {
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the test server's self-signed certificate
+	}}
+	deadline := time.Now().Add(timeout)
+	var last error
+	for time.Now().Before(deadline) {
+		req, _ := http.NewRequest(http.MethodGet, c.URL+"/readyz", nil)
+		req.Header.Set("Authorization", "Bearer "+AdminToken)
+		resp, err := client.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return nil
+			}
+			err = fmt.Errorf("readyz: %s", resp.Status)
+		}
+		last = err
+		time.Sleep(200 * time.Millisecond)
+	}
+	return fmt.Errorf("kube-apiserver not ready after %s: %v", timeout, last)
+}
+
+// Config is a client configuration authenticating with token.
+func (c *Cluster) Config(token string) *rest.Config {
+	return &rest.Config{
+		Host: c.URL, BearerToken: token, QPS: 200, Burst: 400,
+		TLSClientConfig: rest.TLSClientConfig{CAFile: filepath.Join(c.dir, "certs", "apiserver.crt")},
+	}
+}
+
+// Kubeconfig writes a kubeconfig file for token and returns its path, for components configured with
+// auth_type: kubeConfig.
+func (c *Cluster) Kubeconfig(t testing.TB, token string) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	cfg := fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters:
+- name: test
+  cluster:
+    server: %s
+    certificate-authority: %s
+users:
+- name: test
+  user:
+    token: %s
+contexts:
+- name: test
+  context: {cluster: test, user: test}
+current-context: test
+`, c.URL, filepath.Join(c.dir, "certs", "apiserver.crt"), token)
+	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
+
+// Clients returns admin clients.
+func (c *Cluster) Clients(t testing.TB) (kubernetes.Interface, dynamic.Interface) {
+	t.Helper()
+	cs, err := kubernetes.NewForConfig(c.Config(AdminToken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	dc, err := dynamic.NewForConfig(c.Config(AdminToken))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs, dc
+}
+
+func writeServiceAccountKey(dir string) error {
+	key, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		return err
+	}
+	pub, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
+	if err != nil {
+		return err
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sa.key"), pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}), 0o600); err != nil {
+		return err
+	}
+	return os.WriteFile(filepath.Join(dir, "sa.pub"), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o600)
+}
+
+func freePorts(n int) ([]int, error) {
+	var ls []net.Listener
+	defer func() {
+		for _, l := range ls {
+			l.Close()
+		}
+	}()
+	var out []int
+	for range n {
+		l, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			return nil, err
+		}
+		ls = append(ls, l)
+		out = append(out, l.Addr().(*net.TCPAddr).Port)
+	}
+	return out, nil
+}
+
+// ctx is a short timeout for test API calls.
+func ctx(t testing.TB) context.Context {
+	c, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return c
+}
+
+func newClientset(c *Cluster, token string) (kubernetes.Interface, error) {
+	return kubernetes.NewForConfig(c.Config(token))
+}
+
+// StartShared starts a control plane for the whole test process, in a directory named after the process that
+// is removed by the next StartShared once the process is gone (a TestMain cannot clean up after os.Exit).
+func StartShared() (*Cluster, error) {
+	stale, _ := filepath.Glob(filepath.Join(os.TempDir(), "otelcol-policy-k8stest-*"))
+	for _, d := range stale {
+		pid, err := strconv.Atoi(strings.TrimPrefix(filepath.Base(d), "otelcol-policy-k8stest-"))
+		if err == nil && syscall.Kill(pid, 0) == syscall.ESRCH {
+			os.RemoveAll(d)
+		}
+	}
+	dir := filepath.Join(os.TempDir(), "otelcol-policy-k8stest-"+strconv.Itoa(os.Getpid()))
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, err
+	}
+	c, _, err := Start(dir)
+	return c, err
+}

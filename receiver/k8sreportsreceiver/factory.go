@@ -1,0 +1,39 @@
+package k8sreportsreceiver // import "github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver"
+
+import (
+	"context"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/receiver"
+
+	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/metadata"
+)
+
+// NewFactory creates the factory of the k8s_reports receiver.
+func NewFactory() receiver.Factory {
+	return receiver.NewFactory(metadata.Type, createDefaultConfig,
+		receiver.WithLogs(createLogs, metadata.LogsStability))
+}
+
+func createDefaultConfig() component.Config {
+	return &Config{
+		AuthType:    AuthTypeServiceAccount,
+		InitialSync: InitialSyncAll,
+		Kinds: KindsConfig{
+			PolicyReports: true, OpenReports: true, ComplianceCheckResults: true,
+			VulnerabilityReports: true, ConfigAuditReports: true, GatekeeperConstraints: true,
+		},
+		EmitResolved:      true,
+		DiscoveryInterval: 30 * time.Second,
+		PageSize:          500,
+		MaxBatchRecords:   5000,
+		QPS:               50,
+		Burst:             100,
+	}
+}
+
+func createLogs(_ context.Context, set receiver.Settings, cfg component.Config, next consumer.Logs) (receiver.Logs, error) {
+	return newReceiver(cfg.(*Config), set, next)
+}

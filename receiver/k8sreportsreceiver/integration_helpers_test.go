@@ -1,0 +1,266 @@
+package k8sreportsreceiver
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componentstatus"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
+	"go.opentelemetry.io/collector/extension"
+	"go.opentelemetry.io/collector/extension/extensiontest"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
+	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/metadata"
+	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/metadatatest"
+)
+
+// cluster is the control plane shared by this package's integration tests (TestMain).
+var cluster *k8stest.Cluster
+
+// setupCluster runs before the tests (the generated TestMain calls it): it starts etcd and kube-apiserver,
+// which die with the test process.
+func setupCluster() {
+	flag.Parse()
+	if testing.Short() {
+		return
+	}
+	c, err := k8stest.StartShared()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "starting the test control plane:", err)
+		os.Exit(1)
+	}
+	cluster = c
+}
+
+func needCluster(t *testing.T) {
+	t.Helper()
+	if cluster == nil {
+		t.Skip("integration test: needs etcd and kube-apiserver (skipped with -short)")
+	}
+}
+
+var (
+	policyReportGVR        = schema.GroupVersionResource{Group: "wgpolicyk8s.io", Version: "v1alpha2", Resource: "policyreports"}
+	clusterPolicyReportGVR = schema.GroupVersionResource{Group: "wgpolicyk8s.io", Version: "v1alpha2", Resource: "clusterpolicyreports"}
+	openReportGVR          = schema.GroupVersionResource{Group: "openreports.io", Version: "v1alpha1", Resource: "reports"}
+	vulnReportGVR          = schema.GroupVersionResource{Group: "aquasecurity.github.io", Version: "v1alpha1", Resource: "vulnerabilityreports"}
+)
+
+func crdFile(name string) string { return filepath.Join("testdata", "crds", name+".yaml") }
+
+// statusHost is a host with extensions that records the statuses the receiver reports.
+type statusHost struct {
+	ext map[component.ID]component.Component
+	mu  sync.Mutex
+	all []*componentstatus.Event
+}
+
+func (h *statusHost) GetExtensions() map[component.ID]component.Component { return h.ext }
+
+func (h *statusHost) Report(ev *componentstatus.Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.all = append(h.all, ev)
+}
+
+func (h *statusHost) last() *componentstatus.Event {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.all) == 0 {
+		return nil
+	}
+	return h.all[len(h.all)-1]
+}
+
+var storageID = component.MustNewID("file_storage")
+
+// newStorage creates a file_storage extension on dir, as the collector would.
+func newStorage(t *testing.T, dir string) extension.Extension {
+	f := filestorage.NewFactory()
+	cfg := f.CreateDefaultConfig().(*filestorage.Config)
+	cfg.Directory = dir
+	ext, err := f.Create(context.Background(), extensiontest.NewNopSettings(f.Type()), cfg)
+	require.NoError(t, err)
+	require.NoError(t, ext.Start(context.Background(), componenttest.NewNopHost()))
+	return ext
+}
+
+// testReceiver is a running receiver with its sink, host and self-telemetry.
+type testReceiver struct {
+	t         *testing.T
+	rcv       *reportsReceiver
+	sink      *consumertest.LogsSink
+	host      *statusHost
+	telemetry *componenttest.Telemetry
+	storage   extension.Extension
+	stopped   bool
+}
+
+// testConfig is the receiver configuration of a test: the test's own label, so that tests sharing the control
+// plane never see each other's reports, and fast discovery.
+func testConfig(t *testing.T) *Config {
+	cfg := createDefaultConfig().(*Config)
+	cfg.AuthType = AuthTypeKubeConfig
+	cfg.ClusterName = "test-cluster"
+	cfg.LabelSelector = "otelcol-test=" + testLabel(t)
+	cfg.DiscoveryInterval = time.Second
+	return cfg
+}
+
+func testLabel(t *testing.T) string {
+	return strings.ToLower(strings.NewReplacer("/", "-", "_", "-").Replace(t.Name()))
+}
+
+// startReceiver runs a receiver authenticated with token; storageDir, when set, backs a file_storage extension.
+func startReceiver(t *testing.T, cfg *Config, token, storageDir string) *testReceiver {
+	t.Helper()
+	t.Setenv("KUBECONFIG", cluster.Kubeconfig(t, token))
+	tr := &testReceiver{t: t, sink: new(consumertest.LogsSink), host: &statusHost{ext: map[component.ID]component.Component{}},
+		telemetry: componenttest.NewTelemetry()}
+	if storageDir != "" {
+		tr.storage = newStorage(t, storageDir)
+		tr.host.ext[storageID] = tr.storage
+		cfg.Storage = &storageID
+	}
+	require.NoError(t, cfg.Validate())
+	rcv, err := newReceiver(cfg, metadatatest.NewSettings(tr.telemetry), tr.sink)
+	require.NoError(t, err)
+	tr.rcv = rcv
+	require.NoError(t, rcv.Start(context.Background(), tr.host))
+	t.Cleanup(tr.stop)
+	return tr
+}
+
+func (tr *testReceiver) stop() {
+	if tr.stopped {
+		return
+	}
+	tr.stopped = true
+	require.NoError(tr.t, tr.rcv.Shutdown(context.Background()))
+	if tr.storage != nil {
+		require.NoError(tr.t, tr.storage.Shutdown(context.Background()))
+	}
+}
+
+// record is a received record as the tests compare it.
+type record struct {
+	policyresult.Result
+	Body map[string]any
+}
+
+func (tr *testReceiver) records() []record {
+	var out []record
+	for _, ld := range tr.sink.AllLogs() {
+		for _, rl := range ld.ResourceLogs().All() {
+			for _, sl := range rl.ScopeLogs().All() {
+				require.Equal(tr.t, metadata.ScopeName, sl.Scope().Name())
+				for _, lr := range sl.LogRecords().All() {
+					r, err := policyresult.ReadLogRecord(rl.Resource(), lr)
+					require.NoError(tr.t, err)
+					rec := record{Result: r}
+					if lr.Body().Type() == pcommon.ValueTypeMap {
+						rec.Body = lr.Body().Map().AsRaw()
+					}
+					out = append(out, rec)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// waitRecords waits until n records arrived, then for a quiet second, and returns them sorted by state, policy,
+// rule and resource, so that tests compare exact lists. More than n records fails the test.
+func (tr *testReceiver) waitRecords(n int) []record {
+	tr.t.Helper()
+	return tr.waitRecordsWithin(n, 30*time.Second)
+}
+
+func (tr *testReceiver) waitRecordsWithin(n int, timeout time.Duration) []record {
+	tr.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for tr.sink.LogRecordCount() < n {
+		if time.Now().After(deadline) {
+			tr.t.Fatalf("%d of %d records after %s: %s", tr.sink.LogRecordCount(), n, timeout, describe(tr.records()))
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	time.Sleep(time.Second)
+	recs := tr.records()
+	if len(recs) != n {
+		tr.t.Fatalf("want exactly %d records, got %d: %s", n, len(recs), describe(recs))
+	}
+	sortRecords(recs)
+	tr.sink.Reset()
+	return recs
+}
+
+// quiet asserts that nothing arrives for a while.
+func (tr *testReceiver) quiet(d time.Duration) {
+	tr.t.Helper()
+	time.Sleep(d)
+	if recs := tr.records(); len(recs) > 0 {
+		tr.t.Fatalf("want no records, got %d: %s", len(recs), describe(recs))
+	}
+}
+
+func sortRecords(recs []record) {
+	sort.Slice(recs, func(i, j int) bool { return sortKey(recs[i]) < sortKey(recs[j]) })
+}
+
+func sortKey(r record) string {
+	return strings.Join([]string{string(r.State), r.Report.Name, r.Policy, r.Rule, r.Resource.Namespace, r.Resource.Name}, "|")
+}
+
+func describe(recs []record) string {
+	var b strings.Builder
+	for _, r := range recs {
+		fmt.Fprintf(&b, "\n  %s %s/%s %s %s/%s -> %s", r.State, r.Policy, r.Rule, r.Resource.Kind, r.Resource.Namespace, r.Resource.Name, r.Outcome)
+	}
+	return b.String()
+}
+
+// summary is a compact form of a record for exact comparisons.
+func summary(r record) string {
+	return fmt.Sprintf("%s %s %s/%s %s/%s/%s -> %s", r.State, r.Source, r.Policy, r.Rule, r.Resource.Kind, r.Resource.Namespace, r.Resource.Name, r.Outcome)
+}
+
+func summaries(recs []record) []string {
+	out := make([]string, len(recs))
+	for i, r := range recs {
+		out[i] = summary(r)
+	}
+	return out
+}
+
+// object builds a report object from YAML, labelled for the test.
+func object(t *testing.T, yml string) *unstructured.Unstructured {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "obj.yaml")
+	require.NoError(t, os.WriteFile(path, []byte(yml), 0o600))
+	objs := k8stest.Objects(t, path)
+	require.Len(t, objs, 1)
+	labels := objs[0].GetLabels()
+	if labels == nil {
+		labels = map[string]string{}
+	}
+	labels["otelcol-test"] = testLabel(t)
+	objs[0].SetLabels(labels)
+	return objs[0]
+}

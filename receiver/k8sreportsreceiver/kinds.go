@@ -1,0 +1,54 @@
+package k8sreportsreceiver // import "github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver"
+
+import (
+	"k8s.io/apimachinery/pkg/runtime/schema"
+)
+
+// reportKind is a family of report resources in one group/version, read by one parser.
+type reportKind struct {
+	name         string // as in KindsConfig, for logs and metrics
+	groupVersion schema.GroupVersion
+	// resources are the plural resource names; empty means every resource the group/version serves
+	// (Gatekeeper creates one constraint kind per ConstraintTemplate).
+	resources []string
+	parse     parseFunc
+}
+
+func (k reportKind) wants(resource string) bool {
+	if len(k.resources) == 0 {
+		return true
+	}
+	for _, r := range k.resources {
+		if r == resource {
+			return true
+		}
+	}
+	return false
+}
+
+// enabledKinds lists the report kinds the configuration switches on.
+func enabledKinds(c KindsConfig) []reportKind {
+	var out []reportKind
+	add := func(on bool, k reportKind) {
+		if on {
+			out = append(out, k)
+		}
+	}
+	add(c.PolicyReports, reportKind{"policy_reports", schema.GroupVersion{Group: "wgpolicyk8s.io", Version: "v1alpha2"},
+		[]string{"policyreports", "clusterpolicyreports"}, parsePolicyReport})
+	add(c.OpenReports, reportKind{"open_reports", schema.GroupVersion{Group: "openreports.io", Version: "v1alpha1"},
+		[]string{"reports", "clusterreports"}, parsePolicyReport})
+	add(c.EphemeralReports, reportKind{"ephemeral_reports", schema.GroupVersion{Group: "reports.kyverno.io", Version: "v1"},
+		[]string{"ephemeralreports", "clusterephemeralreports"}, parsePolicyReport})
+	add(c.ComplianceCheckResults, reportKind{"compliance_check_results", schema.GroupVersion{Group: "compliance.openshift.io", Version: "v1alpha1"},
+		[]string{"compliancecheckresults"}, parseComplianceCheckResult})
+	add(c.ComplianceRemediations, reportKind{"compliance_remediations", schema.GroupVersion{Group: "compliance.openshift.io", Version: "v1alpha1"},
+		[]string{"complianceremediations"}, parseComplianceRemediation})
+	add(c.VulnerabilityReports, reportKind{"vulnerability_reports", schema.GroupVersion{Group: "aquasecurity.github.io", Version: "v1alpha1"},
+		[]string{"vulnerabilityreports"}, parseVulnerabilityReport})
+	add(c.ConfigAuditReports, reportKind{"config_audit_reports", schema.GroupVersion{Group: "aquasecurity.github.io", Version: "v1alpha1"},
+		[]string{"configauditreports"}, parseConfigAuditReport})
+	add(c.GatekeeperConstraints, reportKind{"gatekeeper_constraints", schema.GroupVersion{Group: "constraints.gatekeeper.sh", Version: "v1beta1"},
+		nil, parseGatekeeperConstraint})
+	return out
+}

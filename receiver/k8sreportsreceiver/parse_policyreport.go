@@ -1,0 +1,117 @@
+package k8sreportsreceiver // import "github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver"
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+
+	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+)
+
+// policyReport covers wgpolicyk8s.io/v1alpha2 (Cluster)PolicyReport, openreports.io/v1alpha1 (Cluster)Report,
+// which adds a report-level source, and reports.kyverno.io/v1 (Cluster)EphemeralReport, which nests the same
+// fields under spec and names its subject in spec.owner.
+type policyReport struct {
+	Source  string            `json:"source"`
+	Scope   *objectRef        `json:"scope"`
+	Results []json.RawMessage `json:"results"`
+	Spec    *struct {
+		Owner   *objectRef        `json:"owner"`
+		Results []json.RawMessage `json:"results"`
+	} `json:"spec"`
+}
+
+type policyReportResult struct {
+	Source    string        `json:"source"`
+	Policy    string        `json:"policy"`
+	Rule      string        `json:"rule"`
+	Category  string        `json:"category"`
+	Severity  string        `json:"severity"`
+	Result    string        `json:"result"`
+	Scored    *bool         `json:"scored"`
+	Message   string        `json:"message"`
+	Resources []objectRef   `json:"resources"`
+	Timestamp *k8sTimestamp `json:"timestamp"`
+}
+
+// parsePolicyReport emits one result per (result × subject resource). A result without resources is about the
+// report's scope (or, for an EphemeralReport, its owner); without either it is a cluster-wide result identified
+// by the report.
+func parsePolicyReport(obj *reportObject) ([]parsedResult, error) {
+	var rep policyReport
+	if err := json.Unmarshal(obj.raw, &rep); err != nil {
+		return nil, err
+	}
+	items, scope := rep.Results, rep.Scope
+	if rep.Spec != nil {
+		items = rep.Spec.Results
+		if rep.Spec.Owner != nil {
+			scope = rep.Spec.Owner
+		}
+	}
+	out := make([]parsedResult, 0, len(items))
+	for i, raw := range items {
+		var r policyReportResult
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return nil, fmt.Errorf("results[%d]: %w", i, err)
+		}
+		base := parsedResult{body: raw, Result: policyresult.Result{
+			Source:    firstNonEmpty(r.Source, rep.Source),
+			Policy:    r.Policy,
+			Rule:      r.Rule,
+			Category:  r.Category,
+			Severity:  policyresult.ParseSeverity(r.Severity),
+			Scored:    r.Scored,
+			Message:   r.Message,
+			Report:    obj.report(),
+			Timestamp: r.Timestamp.time(),
+		}}
+		// A result without a result value (some adapters omit it) keeps no outcome rather than an invented one.
+		if o, err := policyresult.ParseOutcome(r.Result); err == nil {
+			base.Outcome = o
+		}
+		switch {
+		case len(r.Resources) > 0:
+			for _, res := range r.Resources {
+				pr := base
+				pr.Resource = res.resource()
+				out = append(out, pr)
+			}
+		case scope != nil:
+			base.Resource = scope.resource()
+			out = append(out, base)
+		default:
+			out = append(out, base)
+		}
+	}
+	return disambiguate(out), nil
+}
+
+// disambiguate gives results that the source does not tell apart by policy, rule and resource (for example
+// vulnerabilities listed with an empty policy and rule) distinct keys: each such result's rule gets a suffix
+// made from a hash of its own body, which is stable whatever order the source lists them in.
+func disambiguate(results []parsedResult) []parsedResult {
+	count := make(map[string]int, len(results))
+	keys := make([]string, len(results))
+	for i := range results {
+		keys[i] = results[i].Key()
+		count[keys[i]]++
+	}
+	for i := range results {
+		if count[keys[i]] > 1 {
+			sum := sha256.Sum256(results[i].body)
+			results[i].Rule += "#" + hex.EncodeToString(sum[:4])
+		}
+	}
+	return results
+}
+
+func firstNonEmpty(s ...string) string {
+	for _, v := range s {
+		if v != "" {
+			return v
+		}
+	}
+	return ""
+}

@@ -1,0 +1,91 @@
+package k8sreportsreceiver // import "github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver"
+
+import (
+	"encoding/json"
+	"fmt"
+	"time"
+
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+)
+
+// reportObject is one report custom resource as read from the API server: the metadata the receiver needs
+// and the raw JSON, which the kind's parser decodes. Whole objects are never kept beyond parsing.
+type reportObject struct {
+	gvr        schema.GroupVersionResource
+	APIVersion string     `json:"apiVersion"`
+	Kind       string     `json:"kind"`
+	Metadata   objectMeta `json:"metadata"`
+	raw        []byte
+}
+
+type objectMeta struct {
+	Name              string            `json:"name"`
+	Namespace         string            `json:"namespace"`
+	UID               string            `json:"uid"`
+	ResourceVersion   string            `json:"resourceVersion"`
+	CreationTimestamp time.Time         `json:"creationTimestamp"`
+	Labels            map[string]string `json:"labels"`
+	OwnerReferences   []objectRef       `json:"ownerReferences"`
+}
+
+// objectRef is the shape shared by ownerReferences, PolicyReport scope and result resources.
+type objectRef struct {
+	APIVersion string `json:"apiVersion"`
+	Kind       string `json:"kind"`
+	Namespace  string `json:"namespace"`
+	Name       string `json:"name"`
+	UID        string `json:"uid"`
+}
+
+func (r objectRef) resource() policyresult.Resource {
+	return policyresult.Resource{APIVersion: r.APIVersion, Kind: r.Kind, Namespace: r.Namespace, Name: r.Name, UID: r.UID}
+}
+
+// decodeObject reads the metadata of one object and keeps its JSON for the parser.
+func decodeObject(gvr schema.GroupVersionResource, raw []byte) (*reportObject, error) {
+	obj := &reportObject{gvr: gvr, raw: raw}
+	if err := json.Unmarshal(raw, obj); err != nil {
+		return nil, fmt.Errorf("decoding %s: %w", gvr.Resource, err)
+	}
+	return obj, nil
+}
+
+// ref names the object in logs and errors the way kubectl does.
+func (o *reportObject) ref() string {
+	name := o.gvr.Resource + "." + o.gvr.Group + " "
+	if o.Metadata.Namespace != "" {
+		name += o.Metadata.Namespace + "/"
+	}
+	return name + o.Metadata.Name
+}
+
+func (o *reportObject) report() policyresult.Report {
+	return policyresult.Report{Kind: o.Kind, Namespace: o.Metadata.Namespace, Name: o.Metadata.Name}
+}
+
+// parsedResult is one result of a report: the model's fields, and the source's own result as JSON for the
+// record body.
+type parsedResult struct {
+	policyresult.Result
+	body json.RawMessage
+}
+
+// parseFunc turns a report object into its results. An error means the object as a whole cannot be read; the
+// caller names the object, counts it and keeps going.
+type parseFunc func(obj *reportObject) ([]parsedResult, error)
+
+// k8sTimestamp is the protobuf Timestamp shape PolicyReports use: {seconds, nanos}. Some writers put negative
+// nanos in it, which time.Unix normalises.
+type k8sTimestamp struct {
+	Seconds int64 `json:"seconds"`
+	Nanos   int64 `json:"nanos"`
+}
+
+func (t *k8sTimestamp) time() time.Time {
+	if t == nil || (t.Seconds == 0 && t.Nanos == 0) {
+		return time.Time{}
+	}
+	return time.Unix(t.Seconds, t.Nanos).UTC()
+}

@@ -1,0 +1,255 @@
+package k8sreportsreceiver // import "github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver"
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math/rand/v2"
+	"net/http"
+	"strconv"
+	"time"
+
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/rest"
+)
+
+// watcher lists and watches one report resource as raw JSON, like a client-go reflector, but hands each object
+// to its parser as soon as its page arrives and keeps nothing of it: a reflector would first hold the whole
+// list decoded as unstructured maps, several times the size of the objects, which is what makes report
+// exporters run out of memory on big clusters.
+type watcher struct {
+	gvr      schema.GroupVersionResource
+	objKind  string // Kind of the resource, from discovery, for objects whose JSON lacks it
+	kind     reportKind
+	client   rest.Interface
+	cfg      *Config
+	tracker  *tracker
+	problems *problems
+	// adoptFirstList records the first list as already emitted (initial_sync: none).
+	adoptFirstList bool
+}
+
+var errGone = errors.New("resource version too old")
+
+// maxRetryDelay caps the backoff between attempts to list, watch or connect.
+var maxRetryDelay = time.Minute
+
+func (w *watcher) path() string {
+	return "/apis/" + w.gvr.Group + "/" + w.gvr.Version + "/" + w.gvr.Resource
+}
+
+// run lists and watches until ctx ends, relisting when the watch cannot resume and backing off on errors.
+func (w *watcher) run(ctx context.Context) {
+	retry := newBackoff(time.Second, maxRetryDelay)
+	for ctx.Err() == nil {
+		rv, err := w.list(ctx)
+		if err != nil {
+			if ctx.Err() == nil {
+				w.problems.fail(w, "list", err)
+				retry.wait(ctx)
+			}
+			continue
+		}
+		w.problems.clear(w)
+		w.adoptFirstList = false
+		retry.reset()
+		for ctx.Err() == nil {
+			rv, err = w.watch(ctx, rv)
+			if errors.Is(err, errGone) || ctx.Err() != nil {
+				break
+			}
+			if err != nil {
+				w.problems.fail(w, "watch", err)
+				if !retry.wait(ctx) {
+					return
+				}
+				continue
+			}
+			w.problems.clear(w)
+			retry.reset()
+		}
+	}
+}
+
+type listPage struct {
+	Metadata metav1.ListMeta   `json:"metadata"`
+	Items    []json.RawMessage `json:"items"`
+}
+
+// list reads every object page by page and reports the complete set to the tracker, which then knows which
+// reports were deleted while nobody watched.
+func (w *watcher) list(ctx context.Context) (string, error) {
+	seen := map[objKey]struct{}{}
+	cont := ""
+	for {
+		req := w.client.Get().AbsPath(w.path()).Param("limit", strconv.FormatInt(w.cfg.PageSize, 10))
+		if w.cfg.LabelSelector != "" {
+			req = req.Param("labelSelector", w.cfg.LabelSelector)
+		}
+		if cont != "" {
+			req = req.Param("continue", cont)
+		}
+		body, err := req.Do(ctx).Raw()
+		if err != nil {
+			err = statusError(body, err)
+			if cont != "" && apierrors.IsResourceExpired(err) {
+				// The continue token expired during a long list: start over.
+				seen, cont = map[objKey]struct{}{}, ""
+				continue
+			}
+			return "", err
+		}
+		var page listPage
+		if err := json.Unmarshal(body, &page); err != nil {
+			return "", fmt.Errorf("decoding the list of %s: %w", w.gvr.Resource, err)
+		}
+		for _, raw := range page.Items {
+			if err := w.handle(ctx, raw, seen); err != nil {
+				return "", err
+			}
+		}
+		if page.Metadata.Continue == "" {
+			w.tracker.listed(w.gvr, w.kind.name, seen)
+			return page.Metadata.ResourceVersion, nil
+		}
+		cont = page.Metadata.Continue
+	}
+}
+
+type watchEvent struct {
+	Type   string          `json:"type"`
+	Object json.RawMessage `json:"object"`
+}
+
+// watch follows changes from rv until the server ends the watch, and returns the last resource version seen.
+func (w *watcher) watch(ctx context.Context, rv string) (string, error) {
+	// Spread the server-side timeouts so that watches of many resources do not all restart together.
+	timeout := 240 + rand.IntN(120)
+	req := w.client.Get().AbsPath(w.path()).
+		Param("watch", "true").
+		Param("resourceVersion", rv).
+		Param("allowWatchBookmarks", "true").
+		Param("timeoutSeconds", strconv.Itoa(timeout))
+	if w.cfg.LabelSelector != "" {
+		req = req.Param("labelSelector", w.cfg.LabelSelector)
+	}
+	stream, err := req.Stream(ctx)
+	if err != nil {
+		if apierrors.IsResourceExpired(err) || apierrors.IsGone(err) {
+			return rv, errGone
+		}
+		return rv, err
+	}
+	defer stream.Close()
+	dec := json.NewDecoder(stream)
+	for {
+		var ev watchEvent
+		if err := dec.Decode(&ev); err != nil {
+			if errors.Is(err, io.EOF) || ctx.Err() != nil {
+				return rv, nil
+			}
+			return rv, fmt.Errorf("reading the watch of %s: %w", w.gvr.Resource, err)
+		}
+		switch ev.Type {
+		case "ADDED", "MODIFIED":
+			if err := w.handle(ctx, ev.Object, nil); err != nil {
+				return rv, err
+			}
+		case "DELETED":
+			obj, err := decodeObject(w.gvr, ev.Object)
+			if err != nil {
+				return rv, err
+			}
+			w.tracker.remove(objKey{w.gvr, obj.Metadata.Namespace, obj.Metadata.Name}, w.kind.name)
+		case "BOOKMARK":
+		case "ERROR":
+			var st metav1.Status
+			if err := json.Unmarshal(ev.Object, &st); err == nil && (st.Code == http.StatusGone || st.Reason == metav1.StatusReasonExpired) {
+				return rv, errGone
+			}
+			return rv, fmt.Errorf("watch of %s: %s", w.gvr.Resource, string(ev.Object))
+		default:
+			return rv, fmt.Errorf("watch of %s: unknown event type %q", w.gvr.Resource, ev.Type)
+		}
+		var meta struct {
+			Metadata struct {
+				ResourceVersion string `json:"resourceVersion"`
+			} `json:"metadata"`
+		}
+		if err := json.Unmarshal(ev.Object, &meta); err == nil && meta.Metadata.ResourceVersion != "" {
+			rv = meta.Metadata.ResourceVersion
+		}
+	}
+}
+
+// handle parses one object and hands its results to the tracker. A malformed object is logged, counted and
+// skipped, and its previously emitted results are left as they are: a report that cannot be read is not a
+// report whose findings were fixed.
+func (w *watcher) handle(ctx context.Context, raw json.RawMessage, seen map[objKey]struct{}) error {
+	obj, err := decodeObject(w.gvr, raw)
+	if err != nil {
+		w.problems.malformed(w, "(undecodable object)", err)
+		return nil
+	}
+	if obj.Kind == "" {
+		obj.Kind = w.objKind
+	}
+	k := objKey{w.gvr, obj.Metadata.Namespace, obj.Metadata.Name}
+	if !w.cfg.namespaceAllowed(obj.Metadata.Namespace) {
+		return nil
+	}
+	if seen != nil {
+		seen[k] = struct{}{}
+	}
+	results, err := w.kind.parse(obj)
+	if err != nil {
+		w.problems.malformed(w, obj.ref(), err)
+		return nil
+	}
+	for i := range results {
+		results[i].Cluster = w.cfg.ClusterName
+	}
+	return w.tracker.put(ctx, k, &update{
+		kind: w.kind.name, adopt: w.adoptFirstList && seen != nil,
+		uid: obj.Metadata.UID, rv: obj.Metadata.ResourceVersion, results: results,
+	})
+}
+
+// statusError recovers the API server's own error (for example "User x cannot list resource y") from a
+// failed request's body, which the raw client leaves undecoded.
+func statusError(body []byte, err error) error {
+	var st metav1.Status
+	if json.Unmarshal(body, &st) == nil && st.Kind == "Status" && st.Message != "" {
+		return &apierrors.StatusError{ErrStatus: st}
+	}
+	return err
+}
+
+// backoff is an exponential backoff with jitter for retrying API calls.
+type backoff struct {
+	min, max, next time.Duration
+}
+
+func newBackoff(minDelay, maxDelay time.Duration) *backoff {
+	return &backoff{min: minDelay, max: maxDelay, next: minDelay}
+}
+
+func (b *backoff) reset() { b.next = b.min }
+
+// wait sleeps for the next delay; false when ctx ended first.
+func (b *backoff) wait(ctx context.Context) bool {
+	d := b.next/2 + rand.N(b.next/2+1)
+	b.next = min(2*b.next, b.max)
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return false
+	case <-t.C:
+		return true
+	}
+}
