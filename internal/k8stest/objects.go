@@ -110,6 +110,17 @@ func (c *Cluster) Apply(t testing.TB, gvr schema.GroupVersionResource, obj *unst
 	}
 }
 
+// ApplyStatus sets the status subresource of obj, as a controller reporting on an object would.
+func (c *Cluster) ApplyStatus(t testing.TB, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) {
+	t.Helper()
+	_, dc := c.Clients(t)
+	_, err := dc.Resource(gvr).Namespace(obj.GetNamespace()).ApplyStatus(ctx(t), obj.GetName(), obj,
+		metav1.ApplyOptions{FieldManager: "k8stest-status", Force: true})
+	if err != nil {
+		t.Fatalf("applying the status of %s %s/%s: %v", gvr.Resource, obj.GetNamespace(), obj.GetName(), err)
+	}
+}
+
 // Delete deletes an object and ignores one that does not exist.
 func (c *Cluster) Delete(t testing.TB, gvr schema.GroupVersionResource, namespace, name string) {
 	t.Helper()

@@ -52,10 +52,10 @@ func (r *reportsReceiver) nextBatch() ([]batchItem, int) {
 		}
 		it := batchItem{key: k, kind: u.kind, isNew: prev == nil}
 		if u.deleted {
-			it.records, _ = diff(prev, nil, true, r.cfg.EmitResolved, r.cfg.ClusterName)
+			it.records, _ = diff(prev, nil, true, false, r.cfg.EmitResolved, r.cfg.ClusterName)
 		} else {
 			var stored []storedResult
-			it.records, stored = diff(prev, u.results, false, r.cfg.EmitResolved, r.cfg.ClusterName)
+			it.records, stored = diff(prev, u.results, false, u.partial, r.cfg.EmitResolved, r.cfg.ClusterName)
 			it.next = &emittedReport{UID: u.uid, ResourceVersion: u.rv, Results: stored}
 			if u.adopt {
 				it.records = nil

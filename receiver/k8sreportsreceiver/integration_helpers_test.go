@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
@@ -21,6 +22,7 @@ import (
 	"go.opentelemetry.io/collector/extension"
 	"go.opentelemetry.io/collector/extension/extensiontest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -263,4 +265,20 @@ func object(t *testing.T, yml string) *unstructured.Unstructured {
 	labels["otelcol-test"] = testLabel(t)
 	objs[0].SetLabels(labels)
 	return objs[0]
+}
+
+// assertErrorCount checks the receiver's error self-metric for one kind and reason.
+func assertErrorCount(t *testing.T, tr *testReceiver, kind, reason string, want int64) {
+	t.Helper()
+	m, err := tr.telemetry.GetMetric("otelcol_receiver_k8s_reports_errors")
+	require.NoError(t, err)
+	var got int64
+	for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+		k, _ := dp.Attributes.Value("kind")
+		r, _ := dp.Attributes.Value("reason")
+		if k.AsString() == kind && r.AsString() == reason {
+			got += dp.Value
+		}
+	}
+	assert.Equal(t, want, got, "errors{kind=%s, reason=%s}", kind, reason)
 }

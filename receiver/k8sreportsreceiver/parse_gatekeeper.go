@@ -16,7 +16,8 @@ type gatekeeperConstraint struct {
 		// Violations holds at most --constraint-violations-limit entries (20 by default) of the last audit run;
 		// totalViolations may be larger. A violation past the cap is therefore indistinguishable from a resolved
 		// one here.
-		Violations []json.RawMessage `json:"violations"`
+		Violations      []json.RawMessage `json:"violations"`
+		TotalViolations *int              `json:"totalViolations"`
 	} `json:"status"`
 }
 
@@ -42,6 +43,8 @@ func parseGatekeeperConstraint(obj *reportObject) ([]parsedResult, error) {
 		return nil, err
 	}
 	ts := parseRFC3339(c.Status.AuditTimestamp)
+	// Past the cap the list is a sample: a violation missing from it is not resolved.
+	obj.partial = c.Status.TotalViolations != nil && *c.Status.TotalViolations > len(c.Status.Violations)
 
 	out := make([]parsedResult, 0, len(c.Status.Violations))
 	for i, raw := range c.Status.Violations {
@@ -66,8 +69,8 @@ func parseGatekeeperConstraint(obj *reportObject) ([]parsedResult, error) {
 		}})
 	}
 	// One template can report a resource several times with different messages (one per offending container,
-	// say); they share policy, rule and subject.
-	return disambiguate(out), nil
+	// say); they share policy, rule and subject, and the message tells them apart.
+	return disambiguateBy(out, gatekeeperDiscriminator), nil
 }
 
 // gatekeeperOutcome maps the enforcement action the violation was audited under. deny is a failure; warn and
@@ -104,4 +107,12 @@ func gatekeeperAPIVersion(group, version string) string {
 		return version
 	}
 	return group + "/" + version
+}
+
+func gatekeeperDiscriminator(body []byte) []byte {
+	var v gatekeeperViolation
+	if json.Unmarshal(body, &v) != nil {
+		return body
+	}
+	return []byte(v.Message)
 }

@@ -85,13 +85,33 @@ func parsePolicyReport(obj *reportObject) ([]parsedResult, error) {
 			out = append(out, base)
 		}
 	}
-	return disambiguate(out), nil
+	return disambiguateBy(out, policyReportDiscriminator), nil
+}
+
+// policyReportDiscriminator tells apart results with the same policy, rule and resource by what they say,
+// leaving out the timestamp, which changes with every scan and would give the result a new key each time.
+func policyReportDiscriminator(body []byte) []byte {
+	var d struct {
+		Category   string            `json:"category"`
+		Message    string            `json:"message"`
+		Properties map[string]string `json:"properties"`
+	}
+	if json.Unmarshal(body, &d) != nil {
+		return body
+	}
+	b, _ := json.Marshal(d) // map keys are sorted, so equal content gives equal bytes
+	return b
 }
 
 // disambiguate gives results that the source does not tell apart by policy, rule and resource (for example
 // vulnerabilities listed with an empty policy and rule) distinct keys: each such result's rule gets a suffix
 // made from a hash of its own body, which is stable whatever order the source lists them in.
 func disambiguate(results []parsedResult) []parsedResult {
+	return disambiguateBy(results, func(body []byte) []byte { return body })
+}
+
+// disambiguateBy is disambiguate with the part of the body that identifies a result chosen by discriminator.
+func disambiguateBy(results []parsedResult, discriminator func(body []byte) []byte) []parsedResult {
 	count := make(map[string]int, len(results))
 	keys := make([]string, len(results))
 	for i := range results {
@@ -100,7 +120,7 @@ func disambiguate(results []parsedResult) []parsedResult {
 	}
 	for i := range results {
 		if count[keys[i]] > 1 {
-			sum := sha256.Sum256(results[i].body)
+			sum := sha256.Sum256(discriminator(results[i].body))
 			results[i].Rule += "#" + hex.EncodeToString(sum[:4])
 		}
 	}

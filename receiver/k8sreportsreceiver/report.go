@@ -18,6 +18,9 @@ type reportObject struct {
 	Kind       string     `json:"kind"`
 	Metadata   objectMeta `json:"metadata"`
 	raw        []byte
+	// partial is set by parsers of reports that list only some of their results (Gatekeeper caps
+	// status.violations): results missing from a partial report are kept, not resolved.
+	partial bool
 }
 
 type objectMeta struct {

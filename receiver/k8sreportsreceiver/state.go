@@ -91,8 +91,8 @@ type outRecord struct {
 
 // diff compares a report's new results with what was emitted for it. It returns the records to emit (new and
 // changed results, and resolved ones when emitResolved) and the state to remember once they are accepted.
-// results == nil with deleted == true means the report is gone.
-func diff(prev *emittedReport, next []parsedResult, deleted, emitResolved bool, cluster string) ([]outRecord, []storedResult) {
+// deleted means the report is gone; partial that results missing from next are kept rather than resolved.
+func diff(prev *emittedReport, next []parsedResult, deleted, partial, emitResolved bool, cluster string) ([]outRecord, []storedResult) {
 	var prevByKey map[string]*storedResult
 	if prev != nil {
 		prevByKey = make(map[string]*storedResult, len(prev.Results))
@@ -126,6 +126,14 @@ func diff(prev *emittedReport, next []parsedResult, deleted, emitResolved bool, 
 		}
 		for k := range seen {
 			delete(prevByKey, k)
+		}
+		if partial && prev != nil {
+			for i := range prev.Results {
+				if _, kept := prevByKey[prev.Results[i].Key]; kept {
+					stored = append(stored, prev.Results[i])
+				}
+			}
+			return out, stored
 		}
 	}
 	if emitResolved && prev != nil {

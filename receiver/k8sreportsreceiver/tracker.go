@@ -12,7 +12,9 @@ type update struct {
 	kind    string // the kind family, for metrics
 	deleted bool
 	// adopt records the results as emitted without emitting them (initial_sync: none).
-	adopt   bool
+	adopt bool
+	// partial: results missing from this version are kept rather than resolved.
+	partial bool
 	uid     string
 	rv      string
 	results []parsedResult

@@ -214,7 +214,7 @@ func (w *watcher) handle(ctx context.Context, raw json.RawMessage, seen map[objK
 		results[i].Cluster = w.cfg.ClusterName
 	}
 	return w.tracker.put(ctx, k, &update{
-		kind: w.kind.name, adopt: w.adoptFirstList && seen != nil,
+		kind: w.kind.name, adopt: w.adoptFirstList && seen != nil, partial: obj.partial,
 		uid: obj.Metadata.UID, rv: obj.Metadata.ResourceVersion, results: results,
 	})
 }
