@@ -165,4 +165,3 @@ func (c *Cluster) Grant(t testing.TB, name, user string, rules []rbacv1.PolicyRu
 		t.Fatal(err)
 	}
 }
-
