@@ -21,7 +21,7 @@ METADATA := $(shell find receiver processor exporter extension connector -name m
 
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
 
-.PHONY: all build run test test-unit lint generate tools clean
+.PHONY: all build run test test-unit test-servers lint generate tools clean
 
 all: lint build test
 
@@ -43,9 +43,13 @@ build: $(OCB)
 run: build
 	$(BIN) --config $(CONFIG)
 
+## test-servers: install or build the real servers the integration tests start (etcd, kube-apiserver), cached
+test-servers:
+	CACHE_DIR=$(CACHE_DIR) hack/test-servers.sh
+
 ## test: every unit and integration test; the end-to-end tests run the binary that `build` made
-test: build
-	OTELCOL_POLICY_BIN=$(CURDIR)/$(BIN) $(GO) test $(GO_TEST_FLAGS) ./...
+test: build test-servers
+	OTELCOL_POLICY_BIN=$(CURDIR)/$(BIN) CACHE_DIR=$(CACHE_DIR) $(GO) test $(GO_TEST_FLAGS) ./...
 
 ## test-unit: the tests that need no binary and no server
 test-unit:

@@ -60,9 +60,12 @@ service:
 	return path, p
 }
 
-func start(t *testing.T, dir, extra string) (*collectortest.Collector, ports) {
+func start(t *testing.T, dir, extra string, env ...string) (*collectortest.Collector, ports) {
 	ov, p := overlay(t, dir, extra)
-	c := collectortest.Start(t, dir, defaultConfig(t), ov)
+	if len(env) == 0 {
+		env = []string{"KUBECONFIG=" + filepath.Join(dir, "no-kubeconfig")}
+	}
+	c := collectortest.StartEnv(t, dir, env, defaultConfig(t), ov)
 	c.WaitHealthy(fmt.Sprintf("http://127.0.0.1:%d/", p.health))
 	return c, p
 }
@@ -164,6 +167,8 @@ func TestDefaultPipelineWritesRecordsUnderData(t *testing.T) {
 
 	got := waitResults(t, dir, 2)
 	assert.Equal(t, want, got, "every attribute survives the default pipeline")
+	// Without a kubeconfig the report receiver says why, and the rest of the collector runs on.
+	assert.Contains(t, c.Output(), "kubernetes client configuration (auth_type kubeConfig)")
 	c.Stop()
 	assert.DirExists(t, filepath.Join(dir, "data", "queue"))
 	assert.Len(t, readResults(t, dir), 2, "written once")
@@ -214,7 +219,7 @@ func TestComponentsListsTheDistribution(t *testing.T) {
 		}
 		return n
 	}
-	assert.ElementsMatch(t, []string{"otlp"}, names("receivers"))
+	assert.ElementsMatch(t, []string{"otlp", "k8s_reports"}, names("receivers"))
 	assert.ElementsMatch(t, []string{"batch", "memory_limiter", "transform", "filter", "attributes", "resource", "groupbyattrs"}, names("processors"))
 	// Core v0.161.0 names the OTLP exporters otlp_grpc and otlp_http; `otlp` and `otlphttp` remain aliases.
 	assert.ElementsMatch(t, []string{"otlp_grpc", "otlp_http", "debug", "file", "durable_file"}, names("exporters"))

@@ -74,8 +74,15 @@ type Collector struct {
 }
 
 // Start runs the binary in dir with the given --config sources (files or confmap URIs, merged in order).
+// KUBECONFIG points at a file that does not exist, so that a developer's own cluster never leaks into a test.
 // The process is killed when the test ends if it is still running.
 func Start(t testing.TB, dir string, configs ...string) *Collector {
+	t.Helper()
+	return StartEnv(t, dir, []string{"KUBECONFIG=" + filepath.Join(dir, "no-kubeconfig")}, configs...)
+}
+
+// StartEnv is Start with extra environment variables (NAME=value), which override the inherited ones.
+func StartEnv(t testing.TB, dir string, env []string, configs ...string) *Collector {
 	t.Helper()
 	args := make([]string, 0, len(configs))
 	for _, c := range configs {
@@ -83,6 +90,7 @@ func Start(t testing.TB, dir string, configs ...string) *Collector {
 	}
 	cmd := exec.Command(Binary(t), args...)
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), env...)
 	out := &syncBuffer{}
 	cmd.Stdout, cmd.Stderr = out, out
 	if err := cmd.Start(); err != nil {
