@@ -21,7 +21,7 @@ METADATA := $(shell find receiver processor exporter extension connector -name m
 
 GO_TEST_FLAGS ?= -count=1 -timeout 30m
 
-.PHONY: all build run test test-unit test-servers lint generate tools clean
+.PHONY: all build run test test-unit test-servers bench-k8sreports lint generate tools clean
 
 all: lint build test
 
@@ -54,6 +54,11 @@ test: build test-servers
 ## test-unit: the tests that need no binary and no server
 test-unit:
 	$(GO) test $(GO_TEST_FLAGS) -short ./...
+
+## bench-k8sreports: initial sync of 10,000 PolicyReports and a burst of 1,000 changes, in the real binary
+## against a real API server; BENCH_GOMEMLIMIT and BENCH_QUEUE=memory select variants (testbed/results/)
+bench-k8sreports: build test-servers
+	OTELCOL_POLICY_BIN=$(CURDIR)/$(BIN) CACHE_DIR=$(CACHE_DIR) $(GO) test -run '^$$' -bench K8sReports -benchtime 1x -timeout 30m ./testbed/k8sreports/
 
 ## lint: gofmt and go vet
 lint:

@@ -192,3 +192,6 @@ func (s *syncBuffer) String() string {
 	defer s.mu.Unlock()
 	return s.b.String()
 }
+
+// Pid is the process id, for reading its resource usage.
+func (c *Collector) Pid() int { return c.cmd.Process.Pid }

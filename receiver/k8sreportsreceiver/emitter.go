@@ -54,9 +54,8 @@ func (r *reportsReceiver) nextBatch() ([]batchItem, int) {
 		if u.deleted {
 			it.records, _ = diff(prev, nil, true, false, r.cfg.EmitResolved, r.cfg.ClusterName)
 		} else {
-			var stored []storedResult
-			it.records, stored = diff(prev, u.results, false, u.partial, r.cfg.EmitResolved, r.cfg.ClusterName)
-			it.next = &emittedReport{UID: u.uid, ResourceVersion: u.rv, Results: stored}
+			it.records, it.next = diff(prev, u.results, false, u.partial, r.cfg.EmitResolved, r.cfg.ClusterName)
+			it.next.UID, it.next.ResourceVersion = u.uid, u.rv
 			if u.adopt {
 				it.records = nil
 			}

@@ -28,7 +28,7 @@ func createDefaultConfig() component.Config {
 		EmitResolved:      true,
 		DiscoveryInterval: 30 * time.Second,
 		PageSize:          500,
-		MaxBatchRecords:   5000,
+		MaxBatchRecords:   1000,
 		QPS:               50,
 		Burst:             100,
 	}

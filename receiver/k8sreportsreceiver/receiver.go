@@ -18,7 +18,7 @@ import (
 )
 
 // maxPendingReports bounds the reports waiting between the watchers and the emitter.
-const maxPendingReports = 1024
+const maxPendingReports = 256
 
 type reportsReceiver struct {
 	cfg       *Config

@@ -29,8 +29,8 @@ func states(recs []outRecord) []string {
 }
 
 func emittedOf(results []parsedResult) *emittedReport {
-	_, stored := diff(nil, results, false, false, true, "c1")
-	return &emittedReport{Results: stored}
+	_, state := diff(nil, results, false, false, true, "c1")
+	return state
 }
 
 func TestDiff(t *testing.T) {
@@ -41,8 +41,8 @@ func TestDiff(t *testing.T) {
 	recs, stored := diff(nil, []parsedResult{a, b}, false, false, true, "c1")
 	assert.Equal(t, []string{"new p1 a fail", "new p2 b pass"}, states(recs))
 	assert.Equal(t, `{"policy":"p1"}`, string(recs[0].body))
-	assert.Len(t, stored, 2)
-	prev := &emittedReport{Results: stored}
+	assert.Len(t, stored.results, 2)
+	prev := stored
 
 	// Unchanged results emit nothing.
 	recs, _ = diff(prev, []parsedResult{a, b}, false, false, true, "c1")
@@ -55,7 +55,7 @@ func TestDiff(t *testing.T) {
 	assert.Equal(t, []string{"changed p1 a fail", "changed p2 b fail", "new p3 c warn"}, states(recs))
 
 	// A result that disappears is resolved with its last outcome and its original key.
-	prev = &emittedReport{Results: stored}
+	prev = stored
 	recs, _ = diff(prev, []parsedResult{a2, c}, false, false, true, "c1")
 	assert.Equal(t, []string{"resolved p2 b fail"}, states(recs))
 	assert.Equal(t, b2.Key(), recs[0].result.Key())
@@ -64,12 +64,12 @@ func TestDiff(t *testing.T) {
 	// Without emit_resolved nothing is said, but the state still forgets the result.
 	recs, stored = diff(prev, []parsedResult{a2, c}, false, false, false, "c1")
 	assert.Empty(t, recs)
-	assert.Len(t, stored, 2)
+	assert.Len(t, stored.results, 2)
 
 	// A partial report (Gatekeeper's capped violations) resolves nothing it does not list, and keeps it.
 	recs, stored = diff(prev, []parsedResult{c}, false, true, true, "c1")
 	assert.Empty(t, recs)
-	assert.Len(t, stored, 3)
+	assert.Len(t, stored.results, 3)
 
 	// A deleted report resolves everything.
 	recs, stored = diff(prev, nil, true, false, true, "c1")
@@ -81,8 +81,8 @@ func TestStoredResultKeepsIdentity(t *testing.T) {
 	scored := false
 	r := res("p1", "a", policyresult.OutcomeFail, "bad")
 	r.Scored, r.Severity, r.Category, r.Rule, r.Resource.UID = &scored, policyresult.SeverityLow, "cat", "rule", "uid-1"
-	st := storeResult(&r.Result, r.Key(), r.ID())
-	back := st.result("c1")
+	st := emittedOf([]parsedResult{r})
+	back := st.result(0, "c1")
 	assert.Equal(t, r.Key(), back.Key())
 	r.Message = ""
 	assert.Equal(t, r.Result, back, "everything but the message survives")

@@ -73,12 +73,6 @@ func (s *stateStore) load(ctx context.Context) (map[objKey]*emittedReport, error
 		if err := json.Unmarshal(op.Value, r); err != nil {
 			return nil, fmt.Errorf("decoding the stored state of %s: %w", op.Key, err)
 		}
-		for i := range r.Results {
-			// Re-intern: decoding gave every result its own copies of the repeated strings.
-			st := &r.Results[i]
-			res := st.result("")
-			*st = storeResult(&res, st.Key, st.ID)
-		}
 		out[k] = r
 		s.index[op.Key] = struct{}{}
 	}

@@ -1,0 +1,303 @@
+// Package k8sreports benchmarks the k8s_reports receiver in the distribution binary against a real API server:
+// the initial sync of 10,000 Pod Security Standards-shaped PolicyReports (19 results each, about 6 KB), the
+// collector's peak RSS, and a burst of 1,000 changed results. Run with `make bench-k8sreports`.
+package k8sreports
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/apimachinery/pkg/types"
+	"k8s.io/client-go/dynamic"
+
+	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
+	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
+)
+
+const (
+	namespaces       = 50
+	reportsPerNS     = 200
+	resultsPerReport = 19
+	changedReports   = 1000
+)
+
+var gvr = schema.GroupVersionResource{Group: "wgpolicyk8s.io", Version: "v1alpha2", Resource: "policyreports"}
+
+// The Pod Security Standards "restricted" policies and rules Kyverno evaluates for each Pod.
+var pssRules = [resultsPerReport][2]string{
+	{"disallow-capabilities", "adding-capabilities"},
+	{"disallow-capabilities-strict", "require-drop-all"},
+	{"disallow-capabilities-strict", "adding-capabilities-strict"},
+	{"disallow-host-namespaces", "host-namespaces"},
+	{"disallow-host-path", "host-path"},
+	{"disallow-host-ports", "host-ports-none"},
+	{"disallow-host-process", "host-process-containers"},
+	{"disallow-privilege-escalation", "privilege-escalation"},
+	{"disallow-privileged-containers", "privileged-containers"},
+	{"disallow-proc-mount", "check-proc-mount"},
+	{"disallow-selinux", "selinux-type"},
+	{"disallow-selinux", "selinux-user-role"},
+	{"require-run-as-non-root-user", "run-as-non-root-user"},
+	{"require-run-as-nonroot", "run-as-non-root"},
+	{"restrict-apparmor-profiles", "app-armor"},
+	{"restrict-seccomp", "check-seccomp"},
+	{"restrict-seccomp-strict", "check-seccomp-strict"},
+	{"restrict-sysctls", "check-sysctls"},
+	{"restrict-volume-types", "restricted-volumes"},
+}
+
+func report(ns string, i int, failRule int) *unstructured.Unstructured {
+	pod := fmt.Sprintf("app-%d-7d9f8c6b5-x%04d", i%40, i)
+	uid := fmt.Sprintf("0b7f7c1e-%04d-4c1e-9f35-%012d", i%10000, i)
+	results := make([]any, resultsPerReport)
+	for j, pr := range pssRules {
+		outcome, msg := "pass", fmt.Sprintf("validation rule '%s' passed.", pr[1])
+		if j == failRule {
+			outcome = "fail"
+			msg = fmt.Sprintf("validation error: the pod spec violates %s. rule %s failed at path /spec/containers/0/securityContext/", pr[0], pr[1])
+		}
+		results[j] = map[string]any{
+			"source": "kyverno", "policy": pr[0], "rule": pr[1], "result": outcome, "message": msg,
+			"category": "Pod Security Standards (Restricted)", "severity": "medium", "scored": true,
+			"timestamp": map[string]any{"seconds": int64(1763800000), "nanos": int64(0)},
+			"properties": map[string]any{"process": "background scan"},
+		}
+	}
+	return &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "wgpolicyk8s.io/v1alpha2", "kind": "PolicyReport",
+		"metadata": map[string]any{"name": uid, "namespace": ns, "labels": map[string]any{
+			"app.kubernetes.io/managed-by": "kyverno"}},
+		"scope":   map[string]any{"apiVersion": "v1", "kind": "Pod", "namespace": ns, "name": pod, "uid": uid},
+		"summary": map[string]any{"pass": int64(resultsPerReport), "fail": int64(0)},
+		"results": results,
+	}}
+}
+
+// parallel runs f for 0..n-1 on workers goroutines.
+func parallel(n, workers int, f func(i int) error) error {
+	var wg sync.WaitGroup
+	errs := make(chan error, workers)
+	next := make(chan int)
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := f(i); err != nil {
+					select {
+					case errs <- err:
+					default:
+					}
+				}
+			}
+		}()
+	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
+	select {
+	case err := <-errs:
+		return err
+	default:
+		return nil
+	}
+}
+
+func BenchmarkK8sReports(b *testing.B) {
+	cluster, stop, err := k8stest.Start(b.TempDir())
+	require.NoError(b, err)
+	defer stop()
+	root := collectortest.RepoRoot(b)
+	cluster.InstallCRDs(b, filepath.Join(root, "receiver", "k8sreportsreceiver", "testdata", "crds", "wgpolicyk8s.io.yaml"))
+	_, dc := cluster.Clients(b)
+
+	start := time.Now()
+	for n := range namespaces {
+		cluster.CreateNamespace(b, fmt.Sprintf("ns-%02d", n))
+	}
+	total := namespaces * reportsPerNS
+	require.NoError(b, parallel(total, 32, func(i int) error {
+		ns := fmt.Sprintf("ns-%02d", i%namespaces)
+		_, err := dc.Resource(gvr).Namespace(ns).Create(context.Background(), report(ns, i, -1), metav1.CreateOptions{})
+		return err
+	}))
+	b.Logf("created %d PolicyReports in %s", total, time.Since(start).Round(time.Millisecond))
+
+	for b.Loop() {
+		runOnce(b, cluster, dc, total)
+	}
+}
+
+func runOnce(b *testing.B, cluster *k8stest.Cluster, dc dynamic.Interface, total int) {
+	dir := b.TempDir()
+	metricsPort, pprofPort := collectortest.FreePort(b), collectortest.FreePort(b)
+	cfg := fmt.Sprintf(`
+extensions:
+  file_storage:
+    directory: %[1]s/queue
+    create_directory: true
+  pprof:
+    endpoint: 127.0.0.1:%[3]d
+receivers:
+  k8s_reports:
+    auth_type: kubeConfig
+    cluster_name: bench
+    storage: file_storage
+exporters:
+  durable_file:
+    path: %[1]s/results.jsonl
+    sending_queue:
+      %[4]s
+      num_consumers: 2
+      batch:
+        flush_timeout: 200ms
+        min_size: 2000
+service:
+  extensions: [file_storage, pprof]
+  pipelines:
+    logs:
+      receivers: [k8s_reports]
+      exporters: [durable_file]
+  telemetry:
+    logs:
+      level: warn
+    metrics:
+      readers:
+        - pull:
+            exporter:
+              prometheus:
+                host: 127.0.0.1
+                port: %[2]d
+`, dir, metricsPort, pprofPort, queueStorage())
+	cfgPath := filepath.Join(dir, "config.yaml")
+	require.NoError(b, os.WriteFile(cfgPath, []byte(cfg), 0o600))
+
+	want := float64(total * resultsPerReport)
+	started := time.Now()
+	env := []string{"KUBECONFIG=" + cluster.Kubeconfig(b, k8stest.AdminToken)}
+	if limit := os.Getenv("BENCH_GOMEMLIMIT"); limit != "" {
+		// The collector's documented deployment setting: a soft heap limit below the container's memory limit.
+		env = append(env, "GOMEMLIMIT="+limit)
+	}
+	c := collectortest.StartEnv(b, dir, env, cfgPath)
+	sent := waitSent(b, metricsPort, want, 120*time.Second)
+	syncTime := time.Since(started)
+	peak := peakRSS(b, c)
+	if p := os.Getenv("BENCH_HEAP_PROFILE"); p != "" {
+		saveProfile(b, pprofPort, p)
+	}
+	b.Logf("initial sync: %.0f records exported in %s, peak RSS %.0f MB", sent, syncTime.Round(time.Millisecond), peak)
+
+	// One result changes in each of 1,000 reports.
+	burstStart := time.Now()
+	require.NoError(b, parallel(changedReports, 32, func(i int) error {
+		ns := fmt.Sprintf("ns-%02d", i%namespaces)
+		j := i % resultsPerReport
+		patch := fmt.Sprintf(`[{"op":"replace","path":"/results/%d/result","value":"fail"},`+
+			`{"op":"replace","path":"/results/%d/message","value":"validation error: rule %s failed"}]`, j, j, pssRules[j][1])
+		_, err := dc.Resource(gvr).Namespace(ns).Patch(context.Background(), report(ns, i, -1).GetName(),
+			types.JSONPatchType, []byte(patch), metav1.PatchOptions{})
+		return err
+	}))
+	applied := time.Since(burstStart)
+	waitSent(b, metricsPort, want+changedReports, 60*time.Second)
+	burst := time.Since(burstStart)
+	b.Logf("change burst: %d changed results exported %s after the first update; the API server took %s to apply the updates, so the last record left %s after the last update",
+		changedReports, burst.Round(time.Millisecond), applied.Round(time.Millisecond), (burst - applied).Round(time.Millisecond))
+	b.ReportMetric((burst - applied).Seconds(), "after-last-update-s")
+	peak = peakRSS(b, c)
+	c.Stop()
+
+	b.ReportMetric(syncTime.Seconds(), "sync-s")
+	b.ReportMetric(peak, "peak-rss-MB")
+	b.ReportMetric(burst.Seconds(), "burst-s")
+	b.ReportMetric(want/syncTime.Seconds(), "records/s")
+}
+
+// waitSent polls the collector's self-metrics until the exporter sent n log records.
+func waitSent(b *testing.B, port int, n float64, timeout time.Duration) float64 {
+	b.Helper()
+	var got float64
+	collectortest.Eventually(b, timeout, func() error {
+		got = scrape(port, "otelcol_exporter_sent_log_records")
+		if got < n {
+			return fmt.Errorf("%.0f of %.0f records sent", got, n)
+		}
+		return nil
+	})
+	return got
+}
+
+func scrape(port int, metric string) float64 {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
+	if err != nil {
+		return 0
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var sum float64
+	for _, line := range strings.Split(string(body), "\n") {
+		if strings.HasPrefix(line, metric) {
+			f := strings.Fields(line)
+			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
+			sum += v
+		}
+	}
+	return sum
+}
+
+// peakRSS reads the process's high-water mark of resident memory (VmHWM) in MB, and logs what is resident now:
+// anonymous memory (the Go heap) and file pages (the memory-mapped storage files).
+func peakRSS(b *testing.B, c *collectortest.Collector) float64 {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/status", c.Pid()))
+	require.NoError(b, err)
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	fields := map[string]float64{}
+	for sc.Scan() {
+		k, v, ok := strings.Cut(sc.Text(), ":")
+		if ok && strings.HasSuffix(v, " kB") {
+			kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
+			fields[k] = kb / 1024
+		}
+	}
+	b.Logf("memory: peak %.0f MB; now resident %.0f MB = anonymous %.0f MB + file %.0f MB", fields["VmHWM"], fields["VmRSS"], fields["RssAnon"], fields["RssFile"])
+	return fields["VmHWM"]
+}
+
+// saveProfile writes the collector's heap profile, for finding what holds memory (BENCH_HEAP_PROFILE=path).
+func saveProfile(b *testing.B, port int, path string) {
+	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/debug/pprof/heap", port))
+	require.NoError(b, err)
+	defer resp.Body.Close()
+	f, err := os.Create(path)
+	require.NoError(b, err)
+	defer f.Close()
+	_, err = io.Copy(f, resp.Body)
+	require.NoError(b, err)
+}
+
+// queueStorage selects the exporter's queue: persistent on file_storage (the default config's choice), or in
+// memory with BENCH_QUEUE=memory, which measures the receiver without the queue's memory-mapped file.
+func queueStorage() string {
+	if os.Getenv("BENCH_QUEUE") == "memory" {
+		return "# in-memory queue"
+	}
+	return "storage: file_storage"
+}
