@@ -1,41 +1,19 @@
 package k8sreportsreceiver // import "github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver"
 
 import (
-	"fmt"
-
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/discovery"
 	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
-	"k8s.io/client-go/tools/clientcmd"
 )
 
-// restConfig builds the client configuration for the configured auth_type, as contrib's Kubernetes components
-// do: in-cluster service account, a kubeconfig ($KUBECONFIG, else ~/.kube/config, with its current context or
-// `context`), or the in-cluster address without credentials.
+// restConfig builds the client configuration for the configured auth_type.
 func restConfig(c *Config) (*rest.Config, error) {
-	var cfg *rest.Config
-	var err error
-	switch c.AuthType {
-	case AuthTypeServiceAccount:
-		cfg, err = rest.InClusterConfig()
-	case AuthTypeKubeConfig:
-		rules := clientcmd.NewDefaultClientConfigLoadingRules()
-		overrides := &clientcmd.ConfigOverrides{CurrentContext: c.Context}
-		cfg, err = clientcmd.NewNonInteractiveDeferredLoadingClientConfig(rules, overrides).ClientConfig()
-	case AuthTypeNone:
-		cfg, err = rest.InClusterConfig()
-		if err == nil {
-			cfg = &rest.Config{Host: cfg.Host, TLSClientConfig: rest.TLSClientConfig{CAFile: cfg.CAFile}}
-		}
-	default:
-		err = fmt.Errorf("unknown auth_type %q", c.AuthType)
-	}
+	cfg, err := c.RestConfig("otelcol-policy/k8s_reports")
 	if err != nil {
-		return nil, fmt.Errorf("kubernetes client configuration (auth_type %s): %w", c.AuthType, err)
+		return nil, err
 	}
 	cfg.QPS, cfg.Burst = c.QPS, c.Burst
-	cfg.UserAgent = "otelcol-policy/k8s_reports"
 	return cfg, nil
 }
 

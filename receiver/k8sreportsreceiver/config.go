@@ -7,15 +7,8 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"k8s.io/apimachinery/pkg/labels"
-)
 
-// AuthType says how the receiver authenticates to the API server, as in contrib's Kubernetes components.
-type AuthType string
-
-const (
-	AuthTypeNone           AuthType = "none"
-	AuthTypeServiceAccount AuthType = "serviceAccount"
-	AuthTypeKubeConfig     AuthType = "kubeConfig"
+	"github.com/otelcol-policy/otelcol-policy/internal/k8sclient"
 )
 
 // InitialSync says what a receiver without storage emits for the reports it finds when it starts.
@@ -30,10 +23,7 @@ const (
 
 // Config of the k8s_reports receiver.
 type Config struct {
-	// AuthType: serviceAccount (in cluster), kubeConfig ($KUBECONFIG or ~/.kube/config) or none.
-	AuthType AuthType `mapstructure:"auth_type"`
-	// Context selects a kubeconfig context other than the current one (kubeConfig only).
-	Context string `mapstructure:"context"`
+	k8sclient.APIConfig `mapstructure:",squash"`
 	// ClusterName becomes the resource attribute k8s.cluster.name, and part of every result's key.
 	ClusterName string `mapstructure:"cluster_name"`
 
@@ -61,6 +51,10 @@ type Config struct {
 	// QPS and Burst limit the requests to the API server.
 	QPS   float32 `mapstructure:"qps"`
 	Burst int     `mapstructure:"burst"`
+
+	// K8sLeaderElector names a k8s_leader_elector extension: with it, the receiver watches only while this
+	// replica leads, and opens its storage only then, so replicas can share the storage volume.
+	K8sLeaderElector *component.ID `mapstructure:"k8s_leader_elector"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -95,13 +89,8 @@ type NamespacesConfig struct {
 // Validate checks the configuration before the collector starts.
 func (c *Config) Validate() error {
 	var errs []error
-	switch c.AuthType {
-	case AuthTypeNone, AuthTypeServiceAccount, AuthTypeKubeConfig:
-	default:
-		errs = append(errs, fmt.Errorf("auth_type must be one of serviceAccount, kubeConfig, none; got %q", c.AuthType))
-	}
-	if c.Context != "" && c.AuthType != AuthTypeKubeConfig {
-		errs = append(errs, errors.New("context applies to auth_type kubeConfig only"))
+	if err := c.APIConfig.Validate(); err != nil {
+		errs = append(errs, err)
 	}
 	switch c.InitialSync {
 	case InitialSyncAll, InitialSyncNone:

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/confmap/confmaptest"
 
+	"github.com/otelcol-policy/otelcol-policy/internal/k8sclient"
 	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/metadata"
 )
 
@@ -20,7 +21,7 @@ func TestLoadConfig(t *testing.T) {
 
 	storage := component.MustNewID("file_storage")
 	all := createDefaultConfig().(*Config)
-	all.AuthType = AuthTypeKubeConfig
+	all.AuthType = k8sclient.AuthTypeKubeConfig
 	all.Context = "staging"
 	all.ClusterName = "prod-eu-1"
 	all.Kinds = KindsConfig{PolicyReports: true, EphemeralReports: true, ComplianceRemediations: true}

@@ -129,8 +129,10 @@ func (r *reportsReceiver) commit(ctx context.Context, items []batchItem) {
 		switch {
 		case it.isNew && it.next != nil:
 			r.telemetry.ReceiverK8sReportsReports.Add(ctx, 1)
+			r.reportsCounted++
 		case !it.isNew && it.next == nil:
 			r.telemetry.ReceiverK8sReportsReports.Add(ctx, -1)
+			r.reportsCounted--
 		}
 		for j := range it.records {
 			switch it.records[j].result.State {

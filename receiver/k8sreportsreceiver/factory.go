@@ -8,6 +8,7 @@ import (
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/receiver"
 
+	"github.com/otelcol-policy/otelcol-policy/internal/k8sclient"
 	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/metadata"
 )
 
@@ -19,7 +20,7 @@ func NewFactory() receiver.Factory {
 
 func createDefaultConfig() component.Config {
 	return &Config{
-		AuthType:    AuthTypeServiceAccount,
+		APIConfig:   k8sclient.APIConfig{AuthType: k8sclient.AuthTypeServiceAccount},
 		InitialSync: InitialSyncAll,
 		Kinds: KindsConfig{
 			PolicyReports: true, OpenReports: true, ComplianceCheckResults: true,

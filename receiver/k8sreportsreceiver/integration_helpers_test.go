@@ -26,6 +26,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/otelcol-policy/otelcol-policy/internal/k8sclient"
 	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/metadata"
@@ -118,7 +119,7 @@ type testReceiver struct {
 // plane never see each other's reports, and fast discovery.
 func testConfig(t *testing.T) *Config {
 	cfg := createDefaultConfig().(*Config)
-	cfg.AuthType = AuthTypeKubeConfig
+	cfg.AuthType = k8sclient.AuthTypeKubeConfig
 	cfg.ClusterName = "test-cluster"
 	cfg.LabelSelector = "otelcol-test=" + testLabel(t)
 	cfg.DiscoveryInterval = time.Second
@@ -132,8 +133,14 @@ func testLabel(t *testing.T) string {
 // startReceiver runs a receiver authenticated with token; storageDir, when set, backs a file_storage extension.
 func startReceiver(t *testing.T, cfg *Config, token, storageDir string) *testReceiver {
 	t.Helper()
+	return startReceiverWith(t, cfg, token, storageDir, map[component.ID]component.Component{})
+}
+
+// startReceiverWith is startReceiver on a host that has the extensions ext.
+func startReceiverWith(t *testing.T, cfg *Config, token, storageDir string, ext map[component.ID]component.Component) *testReceiver {
+	t.Helper()
 	t.Setenv("KUBECONFIG", cluster.Kubeconfig(t, token))
-	tr := &testReceiver{t: t, sink: new(consumertest.LogsSink), host: &statusHost{ext: map[component.ID]component.Component{}},
+	tr := &testReceiver{t: t, sink: new(consumertest.LogsSink), host: &statusHost{ext: ext},
 		telemetry: componenttest.NewTelemetry()}
 	if storageDir != "" {
 		tr.storage = newStorage(t, storageDir)

@@ -2,7 +2,6 @@ package k8sreportsreceiver // import "github.com/otelcol-policy/otelcol-policy/r
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"sync"
 	"time"
@@ -12,8 +11,10 @@ import (
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/receiver"
 	"go.opentelemetry.io/collector/receiver/receiverhelper"
+	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/otelcol-policy/otelcol-policy/extension/k8sleaderelectorextension"
 	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/metadata"
 )
 
@@ -33,10 +34,15 @@ type reportsReceiver struct {
 	store         *stateStore
 	storageClient storage.Client
 
-	// watchers is owned by the discovery goroutine.
+	host component.Host
+	// mu serialises starting and stopping to lead.
+	mu sync.Mutex
+	// watchers is owned by the discovery goroutine while leading.
 	watchers map[schema.GroupVersionResource]*runningWatcher
 	cancel   context.CancelFunc
 	wg       sync.WaitGroup
+	// reportsCounted is what this leadership added to the reports gauge.
+	reportsCounted int64
 }
 
 func newReceiver(cfg *Config, set receiver.Settings, next consumer.Logs) (*reportsReceiver, error) {
@@ -57,20 +63,73 @@ func newReceiver(cfg *Config, set receiver.Settings, next consumer.Logs) (*repor
 	}, nil
 }
 
-// Start loads the stored state and starts watching in the background. It fails only on configuration errors
-// (a storage extension that does not exist); an API server that cannot be reached, including no kubeconfig on
-// a laptop, is a recoverable error status while the receiver keeps retrying.
+// Start begins watching, at once or, with a leader elector, whenever this replica leads. It fails only on
+// configuration errors (an extension that does not exist); an API server that cannot be reached, including no
+// kubeconfig on a laptop, is a recoverable error status while the receiver keeps retrying.
 func (r *reportsReceiver) Start(ctx context.Context, host component.Host) error {
 	r.problems.start(host)
-	var emitted map[objKey]*emittedReport
+	r.host = host
 	if r.cfg.Storage != nil {
-		ext, ok := host.GetExtensions()[*r.cfg.Storage]
-		if !ok {
-			return fmt.Errorf("storage extension %s is not configured", r.cfg.Storage)
+		if _, err := r.storageExtension(); err != nil {
+			return err
 		}
-		se, ok := ext.(storage.Extension)
-		if !ok {
-			return fmt.Errorf("extension %s is not a storage extension", r.cfg.Storage)
+	}
+	if r.cfg.K8sLeaderElector == nil {
+		return r.startLeading(ctx)
+	}
+	ext, ok := host.GetExtensions()[*r.cfg.K8sLeaderElector]
+	if !ok {
+		return fmt.Errorf("k8s_leader_elector extension %s is not configured", r.cfg.K8sLeaderElector)
+	}
+	le, ok := ext.(k8sleaderelectorextension.LeaderElection)
+	if !ok {
+		return fmt.Errorf("extension %s is not a k8s_leader_elector", r.cfg.K8sLeaderElector)
+	}
+	le.SetCallBackFuncs(func(ctx context.Context) {
+		// The previous leader may still hold the shared storage for a moment: retry while leading.
+		retry := newBackoff(100*time.Millisecond, 5*time.Second)
+		for {
+			err := r.startLeading(ctx)
+			if err == nil {
+				r.problems.clearSource("storage")
+				return
+			}
+			r.problems.set("storage", "", "storage", err)
+			if !retry.wait(ctx) {
+				return
+			}
+		}
+	}, r.stopLeading)
+	return nil
+}
+
+func (r *reportsReceiver) storageExtension() (storage.Extension, error) {
+	ext, ok := r.host.GetExtensions()[*r.cfg.Storage]
+	if !ok {
+		return nil, fmt.Errorf("storage extension %s is not configured", r.cfg.Storage)
+	}
+	se, ok := ext.(storage.Extension)
+	if !ok {
+		return nil, fmt.Errorf("extension %s is not a storage extension", r.cfg.Storage)
+	}
+	return se, nil
+}
+
+// startLeading opens the storage, loads what was emitted, and starts the watchers and the emitter. A new
+// leader thereby continues from the state the previous one committed to the shared storage: it neither
+// re-sends what was emitted nor skips what changed during the handover.
+func (r *reportsReceiver) startLeading(ctx context.Context) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cancel != nil {
+		return nil
+	}
+	var emitted map[objKey]*emittedReport
+	r.store, r.storageClient = nil, nil
+	if r.cfg.Storage != nil {
+		se, err := r.storageExtension()
+		if err != nil {
+			return err
 		}
 		client, err := se.GetClient(ctx, component.KindReceiver, r.set.ID, "")
 		if err != nil {
@@ -79,11 +138,14 @@ func (r *reportsReceiver) Start(ctx context.Context, host component.Host) error 
 		r.storageClient = client
 		r.store = &stateStore{client: client}
 		if emitted, err = r.store.load(ctx); err != nil {
+			_ = client.Close(context.Background())
 			return err
 		}
 	}
 	r.tracker = newTracker(maxPendingReports, emitted)
-	r.telemetry.ReceiverK8sReportsReports.Add(ctx, int64(r.tracker.size()))
+	r.reportsCounted = int64(r.tracker.size())
+	r.telemetry.ReceiverK8sReportsReports.Add(ctx, r.reportsCounted)
+	r.watchers = map[schema.GroupVersionResource]*runningWatcher{}
 
 	runCtx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
@@ -108,6 +170,32 @@ func (r *reportsReceiver) Start(ctx context.Context, host component.Host) error 
 	return nil
 }
 
+// stopLeading stops watching and emitting and closes the storage, before the next leader may open it. A batch
+// the pipeline had not accepted yet is not committed, so the next leader emits it.
+func (r *reportsReceiver) stopLeading() {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.cancel == nil {
+		return
+	}
+	r.cancel()
+	r.tracker.close()
+	r.wg.Wait()
+	r.cancel = nil
+	for gvr := range r.watchers {
+		r.problems.clearSource(gvr.String())
+	}
+	r.telemetry.ReceiverK8sReportsResourcesWatched.Add(context.Background(), -int64(len(r.watchers)))
+	r.telemetry.ReceiverK8sReportsReports.Add(context.Background(), -r.reportsCounted)
+	r.reportsCounted = 0
+	if r.storageClient != nil {
+		if err := r.storageClient.Close(context.Background()); err != nil {
+			r.set.Logger.Warn("Closing the receiver's storage", zap.Error(err))
+		}
+		r.storageClient = nil
+	}
+}
+
 // connect builds the API clients, retrying while the configuration cannot be loaded.
 func (r *reportsReceiver) connect(ctx context.Context) *apiClients {
 	retry := newBackoff(time.Second, maxRetryDelay)
@@ -129,15 +217,7 @@ func (r *reportsReceiver) connect(ctx context.Context) *apiClients {
 }
 
 func (r *reportsReceiver) Shutdown(context.Context) error {
-	if r.cancel != nil {
-		r.cancel()
-		r.tracker.close()
-		r.wg.Wait()
-	}
-	var err error
-	if r.storageClient != nil {
-		err = r.storageClient.Close(context.Background())
-	}
+	r.stopLeading()
 	r.telemetry.Shutdown()
-	return errors.Join(err)
+	return nil
 }

@@ -1,0 +1,163 @@
+package k8sleaderelectorextension // import "github.com/otelcol-policy/otelcol-policy/extension/k8sleaderelectorextension"
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"os"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componentstatus"
+	"go.opentelemetry.io/collector/extension"
+	"go.uber.org/zap"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/leaderelection"
+	"k8s.io/client-go/tools/leaderelection/resourcelock"
+)
+
+// LeaderElection is what components use: register callbacks run when this replica starts leading (with a
+// context cancelled when it stops) and when it stops leading. Callbacks registered while leading start at once.
+type LeaderElection interface {
+	extension.Extension
+	SetCallBackFuncs(onStartLeading func(context.Context), onStopLeading func())
+}
+
+type callbacks struct {
+	start func(context.Context)
+	stop  func()
+}
+
+type elector struct {
+	cfg      *Config
+	logger   *zap.Logger
+	identity string
+
+	mu        sync.Mutex
+	callbacks []callbacks
+	leading   context.Context // non-nil while leading
+
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+var _ LeaderElection = (*elector)(nil)
+
+func newElector(cfg *Config, set extension.Settings) *elector {
+	host, _ := os.Hostname()
+	var suffix [4]byte
+	_, _ = rand.Read(suffix[:])
+	return &elector{cfg: cfg, logger: set.Logger, identity: host + "_" + hex.EncodeToString(suffix[:])}
+}
+
+func (e *elector) SetCallBackFuncs(onStart func(context.Context), onStop func()) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	e.callbacks = append(e.callbacks, callbacks{start: onStart, stop: onStop})
+	if e.leading != nil {
+		go onStart(e.leading)
+	}
+}
+
+// Start begins competing for the lease in the background; an API server that cannot be reached is a
+// recoverable error status, retried, not a failed start.
+func (e *elector) Start(_ context.Context, host component.Host) error {
+	ctx, cancel := context.WithCancel(context.Background())
+	e.cancel, e.done = cancel, make(chan struct{})
+	go func() {
+		defer close(e.done)
+		e.run(ctx, host)
+	}()
+	return nil
+}
+
+func (e *elector) run(ctx context.Context, host component.Host) {
+	for ctx.Err() == nil {
+		le, err := e.newLeaderElector()
+		if err != nil {
+			componentstatus.ReportStatus(host, componentstatus.NewRecoverableErrorEvent(err))
+			e.logger.Warn("Cannot take part in the leader election; retrying", zap.Error(err))
+			sleep(ctx, e.cfg.RetryPeriod)
+			continue
+		}
+		componentstatus.ReportStatus(host, componentstatus.NewEvent(componentstatus.StatusOK))
+		// Run returns when this replica loses the lease or ctx ends; then it competes again.
+		le.Run(ctx)
+	}
+}
+
+func (e *elector) newLeaderElector() (*leaderelection.LeaderElector, error) {
+	rc, err := e.cfg.RestConfig("otelcol-policy/k8s_leader_elector")
+	if err != nil {
+		return nil, err
+	}
+	cs, err := kubernetes.NewForConfig(rc)
+	if err != nil {
+		return nil, err
+	}
+	lock, err := resourcelock.New(resourcelock.LeasesResourceLock, e.cfg.LeaseNamespace, e.cfg.LeaseName,
+		cs.CoreV1(), cs.CoordinationV1(), resourcelock.ResourceLockConfig{Identity: e.identity})
+	if err != nil {
+		return nil, err
+	}
+	return leaderelection.NewLeaderElector(leaderelection.LeaderElectionConfig{
+		Lock:          lock,
+		LeaseDuration: e.cfg.LeaseDuration,
+		RenewDeadline: e.cfg.RenewDeadline,
+		RetryPeriod:   e.cfg.RetryPeriod,
+		// A replica that shuts down gives the lease up at once, so a rolling update hands over without waiting
+		// for the lease to expire.
+		ReleaseOnCancel: true,
+		Name:            e.cfg.LeaseName,
+		Callbacks: leaderelection.LeaderCallbacks{
+			OnStartedLeading: e.startedLeading,
+			OnStoppedLeading: e.stoppedLeading,
+		},
+	})
+}
+
+func (e *elector) startedLeading(ctx context.Context) {
+	e.logger.Info("Started leading", zap.String("lease", e.cfg.LeaseNamespace+"/"+e.cfg.LeaseName), zap.String("identity", e.identity))
+	e.mu.Lock()
+	e.leading = ctx
+	cbs := append([]callbacks(nil), e.callbacks...)
+	e.mu.Unlock()
+	for _, cb := range cbs {
+		cb.start(ctx)
+	}
+}
+
+// stoppedLeading runs the stop callbacks before returning, so that the next Run, and so a new leader, can only
+// begin after this replica stopped its work.
+func (e *elector) stoppedLeading() {
+	e.mu.Lock()
+	wasLeading := e.leading != nil
+	e.leading = nil
+	cbs := append([]callbacks(nil), e.callbacks...)
+	e.mu.Unlock()
+	if !wasLeading {
+		return
+	}
+	e.logger.Info("Stopped leading", zap.String("lease", e.cfg.LeaseNamespace+"/"+e.cfg.LeaseName), zap.String("identity", e.identity))
+	for _, cb := range cbs {
+		cb.stop()
+	}
+}
+
+func (e *elector) Shutdown(context.Context) error {
+	if e.cancel != nil {
+		e.cancel()
+		<-e.done
+	}
+	return nil
+}
+
+func sleep(ctx context.Context, d time.Duration) {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+	case <-t.C:
+	}
+}

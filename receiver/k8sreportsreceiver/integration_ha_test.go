@@ -1,0 +1,79 @@
+package k8sreportsreceiver
+
+import (
+	"context"
+	"fmt"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/extension"
+	"go.opentelemetry.io/collector/extension/extensiontest"
+
+	"github.com/otelcol-policy/otelcol-policy/extension/k8sleaderelectorextension"
+	"github.com/otelcol-policy/otelcol-policy/internal/k8sclient"
+	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
+)
+
+var electorID = component.MustNewID("k8s_leader_elector")
+
+func newElector(t *testing.T, lease string) extension.Extension {
+	f := k8sleaderelectorextension.NewFactory()
+	cfg := f.CreateDefaultConfig().(*k8sleaderelectorextension.Config)
+	cfg.AuthType = k8sclient.AuthTypeKubeConfig
+	cfg.LeaseName, cfg.LeaseNamespace = lease, "default"
+	cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod = 3*time.Second, 2*time.Second, 200*time.Millisecond
+	require.NoError(t, cfg.Validate())
+	ext, err := f.Create(context.Background(), extensiontest.NewNopSettings(f.Type()), cfg)
+	require.NoError(t, err)
+	return ext
+}
+
+// replica is one collector of a leader-elected pair: an elector and a receiver sharing the storage volume.
+func startReplica(t *testing.T, lease, storageDir string) (*testReceiver, extension.Extension) {
+	t.Setenv("KUBECONFIG", cluster.Kubeconfig(t, k8stest.AdminToken))
+	el := newElector(t, lease)
+	cfg := testConfig(t)
+	cfg.K8sLeaderElector = &electorID
+	// The receiver uses the elector through the host, as in the collector; the elector starts after it.
+	tr := startReceiverWith(t, cfg, k8stest.AdminToken, storageDir, map[component.ID]component.Component{electorID: el})
+	require.NoError(t, el.Start(context.Background(), tr.host))
+	t.Cleanup(func() { _ = el.Shutdown(context.Background()) })
+	return tr, el
+}
+
+func TestLeaderElectionHandoverNeitherLosesNorResends(t *testing.T) {
+	needCluster(t)
+	cluster.InstallCRDs(t, crdFile("wgpolicyk8s.io"))
+	cluster.CreateNamespace(t, "shop")
+	storageDir := t.TempDir() // the volume both replicas mount
+	lease := "otelcol-policy-" + testLabel(t)
+
+	a, electorA := startReplica(t, lease, storageDir)
+	time.Sleep(time.Second) // a takes the lease first
+	b, electorB := startReplica(t, lease, storageDir)
+
+	cluster.Apply(t, policyReportGVR, object(t, fmt.Sprintf(podReport, "ha-1", "fail")))
+	recs := a.waitRecords(3)
+	assert.Equal(t, "new", string(recs[0].State))
+	b.quiet(2 * time.Second) // the follower watches nothing
+
+	// The leader goes away (a rolling update): it gives up the lease. A change made during the handover is
+	// emitted once, by the new leader, and nothing emitted before is emitted again.
+	a.stop()
+	require.NoError(t, electorA.Shutdown(context.Background()))
+	cluster.Apply(t, policyReportGVR, object(t, fmt.Sprintf(podReport, "ha-1", "pass")))
+	recs = b.waitRecords(1)
+	assert.Equal(t, "changed kyverno disallow-privileged/privileged-containers Pod/shop/cart-7d9f -> pass", summary(recs[0]))
+
+	cluster.Delete(t, policyReportGVR, "shop", "ha-1")
+	recs = b.waitRecords(3)
+	for _, r := range recs {
+		assert.Equal(t, "resolved", string(r.State))
+	}
+	b.stop()
+	require.NoError(t, electorB.Shutdown(context.Background()))
+	assert.Empty(t, a.records(), "the former leader emitted nothing after it stopped")
+}
