@@ -73,7 +73,7 @@ func report(ns string, i int, failRule int) *unstructured.Unstructured {
 		results[j] = map[string]any{
 			"source": "kyverno", "policy": pr[0], "rule": pr[1], "result": outcome, "message": msg,
 			"category": "Pod Security Standards (Restricted)", "severity": "medium", "scored": true,
-			"timestamp": map[string]any{"seconds": int64(1763800000), "nanos": int64(0)},
+			"timestamp":  map[string]any{"seconds": int64(1763800000), "nanos": int64(0)},
 			"properties": map[string]any{"process": "background scan"},
 		}
 	}
