@@ -73,6 +73,21 @@ func (r *reportsReceiver) discoverOnce(ctx context.Context, clients *apiClients,
 		r.problems.clearSource("discovery")
 	}
 
+	for _, k := range r.kinds {
+		if !answered[k.groupVersion] {
+			continue
+		}
+		isServed := false
+		for _, s := range served {
+			isServed = isServed || s.kind.name == k.name
+		}
+		if !isServed && !r.unserved[k.name] {
+			// Not an error: most clusters run only some of the engines whose reports this receiver knows.
+			r.set.Logger.Info("Report kind not served; watching for its CRD to be installed",
+				zap.String("kind", k.name), zap.String("group_version", k.groupVersion.String()))
+		}
+		r.unserved[k.name] = !isServed
+	}
 	for gvr, s := range served {
 		if _, running := r.watchers[gvr]; !running {
 			r.startWatcher(ctx, clients, gvr, s, first && r.store == nil && r.cfg.InitialSync == InitialSyncNone)

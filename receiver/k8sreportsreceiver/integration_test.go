@@ -1,17 +1,27 @@
 package k8sreportsreceiver
 
 import (
+	"context"
 	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer/consumertest"
 	rbacv1 "k8s.io/api/rbac/v1"
 
+	"github.com/otelcol-policy/otelcol-policy/internal/k8sclient"
 	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/metadatatest"
 )
 
 const podReport = `
@@ -275,4 +285,37 @@ func lastStatus(tr *testReceiver) componentstatus.Status {
 		return ev.Status()
 	}
 	return componentstatus.StatusNone
+}
+
+func TestUnreachableAPIServerIsARecoverableStatus(t *testing.T) {
+	// No control plane needed: a kubeconfig naming a port nobody listens on.
+	port := freePort(t)
+	path := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(`apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:%d", insecure-skip-tls-verify: true}}]
+users: [{name: u, user: {token: t}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+`, port)), 0o600))
+	t.Setenv("KUBECONFIG", path)
+	host := &statusHost{ext: map[component.ID]component.Component{}}
+	tel := componenttest.NewTelemetry()
+	cfg := createDefaultConfig().(*Config)
+	cfg.AuthType = k8sclient.AuthTypeKubeConfig
+	rcv, err := newReceiver(cfg, metadatatest.NewSettings(tel), new(consumertest.LogsSink))
+	require.NoError(t, err)
+	require.NoError(t, rcv.Start(context.Background(), host), "an unreachable API server does not fail the collector")
+	require.Eventually(t, func() bool {
+		ev := host.last()
+		return ev != nil && ev.Status() == componentstatus.StatusRecoverableError && strings.Contains(ev.Err().Error(), "connection refused")
+	}, 10*time.Second, 50*time.Millisecond)
+	require.NoError(t, rcv.Shutdown(context.Background()))
+}
+
+func freePort(t *testing.T) int {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port
 }

@@ -43,6 +43,8 @@ type reportsReceiver struct {
 	wg       sync.WaitGroup
 	// reportsCounted is what this leadership added to the reports gauge.
 	reportsCounted int64
+	// unserved records the kinds last seen not served, to log each change once.
+	unserved map[string]bool
 }
 
 func newReceiver(cfg *Config, set receiver.Settings, next consumer.Logs) (*reportsReceiver, error) {
@@ -146,6 +148,7 @@ func (r *reportsReceiver) startLeading(ctx context.Context) error {
 	r.reportsCounted = int64(r.tracker.size())
 	r.telemetry.ReceiverK8sReportsReports.Add(ctx, r.reportsCounted)
 	r.watchers = map[schema.GroupVersionResource]*runningWatcher{}
+	r.unserved = map[string]bool{}
 
 	runCtx, cancel := context.WithCancel(context.Background())
 	r.cancel = cancel
