@@ -19,7 +19,7 @@ CONFIG      := distributions/$(DIST)/config.yaml
 # Every metadata.yaml of this repository's components, for mdatagen.
 METADATA := $(shell find receiver processor exporter extension connector -name metadata.yaml 2>/dev/null)
 
-GO_TEST_FLAGS ?= -count=1 -timeout 30m
+GO_TEST_FLAGS ?= -race -count=1 -timeout 40m
 
 .PHONY: all build run test test-unit test-servers bench-k8sreports lint generate tools clean
 
