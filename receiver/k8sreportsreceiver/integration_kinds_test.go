@@ -12,19 +12,78 @@ import (
 // kindCase is one report kind's life in the API server: created, updated, deleted, with the records each step
 // must produce, exactly.
 type kindCase struct {
-	name     string
-	crds     string
-	kinds    KindsConfig
-	gvr      schema.GroupVersionResource
-	status   bool // the results live in the status subresource
-	create   string
-	update   string
-	created  []string
-	updated  []string
-	resolved []string
+	name   string
+	crds   string
+	kinds  KindsConfig
+	gvr    schema.GroupVersionResource
+	status bool // the results live in the status subresource
+	// beforeStatus are the records of the object created without its status yet, as its controller creates it.
+	beforeStatus []string
+	create       string
+	update       string
+	created      []string
+	updated      []string
+	resolved     []string
 }
 
 var kindCases = []kindCase{{
+	name: "open_reports", crds: "openreports.io", kinds: KindsConfig{OpenReports: true},
+	gvr: schema.GroupVersionResource{Group: "openreports.io", Version: "v1alpha1", Resource: "clusterreports"},
+	create: `
+apiVersion: openreports.io/v1alpha1
+kind: ClusterReport
+metadata: {name: cis-nodes}
+source: kube-bench-adapter
+results:
+- {policy: "4.2.1", rule: anonymous-auth, result: fail, severity: high, resources: [{apiVersion: v1, kind: Node, name: node-1}, {apiVersion: v1, kind: Node, name: node-2}]}`,
+	update: `
+apiVersion: openreports.io/v1alpha1
+kind: ClusterReport
+metadata: {name: cis-nodes}
+source: kube-bench-adapter
+results:
+- {policy: "4.2.1", rule: anonymous-auth, result: fail, severity: high, resources: [{apiVersion: v1, kind: Node, name: node-1}]}
+- {policy: "4.2.1", rule: anonymous-auth, result: pass, severity: high, resources: [{apiVersion: v1, kind: Node, name: node-2}]}`,
+	created: []string{
+		"new kube-bench-adapter 4.2.1/anonymous-auth Node//node-1 -> fail",
+		"new kube-bench-adapter 4.2.1/anonymous-auth Node//node-2 -> fail",
+	},
+	updated: []string{"changed kube-bench-adapter 4.2.1/anonymous-auth Node//node-2 -> pass"},
+	resolved: []string{
+		"resolved kube-bench-adapter 4.2.1/anonymous-auth Node//node-1 -> fail",
+		"resolved kube-bench-adapter 4.2.1/anonymous-auth Node//node-2 -> pass",
+	},
+}, {
+	name: "compliance_remediations", crds: "compliance.openshift.io", kinds: KindsConfig{ComplianceRemediations: true},
+	gvr:    schema.GroupVersionResource{Group: "compliance.openshift.io", Version: "v1alpha1", Resource: "complianceremediations"},
+	status: true,
+	create: `
+apiVersion: compliance.openshift.io/v1alpha1
+kind: ComplianceRemediation
+metadata:
+  name: ocp4-cis-api-server-encryption-provider-cipher
+  namespace: shop
+  labels: {compliance.openshift.io/scan-name: ocp4-cis}
+spec:
+  apply: false
+  current: {object: {apiVersion: config.openshift.io/v1, kind: APIServer, metadata: {name: cluster}, spec: {encryption: {type: aescbc}}}}
+status: {applicationState: NotApplied}`,
+	update: `
+apiVersion: compliance.openshift.io/v1alpha1
+kind: ComplianceRemediation
+metadata:
+  name: ocp4-cis-api-server-encryption-provider-cipher
+  namespace: shop
+  labels: {compliance.openshift.io/scan-name: ocp4-cis}
+spec:
+  apply: true
+  current: {object: {apiVersion: config.openshift.io/v1, kind: APIServer, metadata: {name: cluster}, spec: {encryption: {type: aescbc}}}}
+status: {applicationState: Applied}`,
+	beforeStatus: []string{"new compliance-operator ocp4-cis/ocp4-cis-api-server-encryption-provider-cipher APIServer//cluster -> "},
+	created:      []string{"changed compliance-operator ocp4-cis/ocp4-cis-api-server-encryption-provider-cipher APIServer//cluster -> warn"},
+	updated:      []string{"changed compliance-operator ocp4-cis/ocp4-cis-api-server-encryption-provider-cipher APIServer//cluster -> pass"},
+	resolved:     []string{"resolved compliance-operator ocp4-cis/ocp4-cis-api-server-encryption-provider-cipher APIServer//cluster -> pass"},
+}, {
 	name: "ephemeral_reports", crds: "reports.kyverno.io", kinds: KindsConfig{EphemeralReports: true},
 	gvr: schema.GroupVersionResource{Group: "reports.kyverno.io", Version: "v1", Resource: "ephemeralreports"},
 	create: `
@@ -175,17 +234,20 @@ func TestEveryKindCreateUpdateDelete(t *testing.T) {
 			cfg := testConfig(t)
 			cfg.Kinds = kc.kinds
 			tr := startReceiver(t, cfg, k8stest.AdminToken, "")
-			apply := func(yml string) {
+			apply := func(yml string, before []string) {
 				obj := object(t, yml)
 				cluster.Apply(t, kc.gvr, obj)
+				if len(before) > 0 {
+					assert.Equal(t, before, summaries(tr.waitRecords(len(before))), "before the status")
+				}
 				if kc.status {
 					cluster.ApplyStatus(t, kc.gvr, obj)
 				}
 			}
 
-			apply(kc.create)
+			apply(kc.create, kc.beforeStatus)
 			assert.Equal(t, kc.created, summaries(tr.waitRecords(len(kc.created))), "create")
-			apply(kc.update)
+			apply(kc.update, nil)
 			assert.Equal(t, kc.updated, summaries(tr.waitRecords(len(kc.updated))), "update")
 			obj := object(t, kc.create)
 			cluster.Delete(t, kc.gvr, obj.GetNamespace(), obj.GetName())
