@@ -21,7 +21,7 @@ METADATA := $(shell find receiver processor exporter extension connector -name m
 
 GO_TEST_FLAGS ?= -race -count=1 -timeout 40m
 
-.PHONY: all build run test test-unit test-servers bench-k8sreports lint generate tools clean
+.PHONY: all build run test test-unit test-servers bench-k8sreports bench-decisionlogs lint generate tools clean
 
 all: lint build test
 
@@ -43,7 +43,7 @@ build: $(OCB)
 run: build
 	$(BIN) --config $(CONFIG)
 
-## test-servers: install or build the real servers the integration tests start (etcd, kube-apiserver), cached
+## test-servers: install or build the real servers the integration tests start (etcd, kube-apiserver, OPA), cached
 test-servers:
 	CACHE_DIR=$(CACHE_DIR) hack/test-servers.sh
 
@@ -59,6 +59,10 @@ test-unit:
 ## against a real API server; BENCH_GOMEMLIMIT and BENCH_QUEUE=memory select variants (testbed/results/)
 bench-k8sreports: build test-servers
 	OTELCOL_POLICY_BIN=$(CURDIR)/$(BIN) CACHE_DIR=$(CACHE_DIR) $(GO) test -run '^$$' -bench K8sReports -benchtime 1x -timeout 30m ./testbed/k8sreports/
+
+## bench-decisionlogs: decisions/s over NDJSON and OPA uploads next to the otlp receiver, in the real binary
+bench-decisionlogs: build
+	OTELCOL_POLICY_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench DecisionLogs -benchtime 1x -timeout 30m ./testbed/decisionlogs/
 
 ## lint: gofmt and go vet
 lint:

@@ -59,11 +59,25 @@ build_kube_apiserver() {
   exec 2>&3 3>&-
 }
 
-[[ $# -gt 0 ]] || set -- etcd kube-apiserver
+# OPA, whose decision_logs plugin uploads to the decision_logs receiver in its tests.
+OPA_VERSION=${OPA_VERSION:-v1.22.2}
+install_opa() {
+  local bin=$BIN_DIR/opa-$OPA_VERSION
+  [[ -x $bin ]] && return
+  log "building opa $OPA_VERSION (about a minute, once)"
+  local dir=$CACHE_DIR/opa-build-$OPA_VERSION
+  mkdir -p "$dir"
+  GOBIN=$dir go install "github.com/open-policy-agent/opa@$OPA_VERSION" 2>"$dir/build.log" ||
+    { log "opa build failed, see $dir/build.log"; tail -20 "$dir/build.log" >&2; exit 1; }
+  mv "$dir/opa" "$bin"
+}
+
+[[ $# -gt 0 ]] || set -- etcd kube-apiserver opa
 for s in "$@"; do
   case $s in
     etcd) install_etcd ;;
     kube-apiserver) build_kube_apiserver ;;
+    opa) install_opa ;;
     *) log "unknown server $s"; exit 2 ;;
   esac
 done

@@ -4,6 +4,7 @@ package distribution_test
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"net/http"
 	"os"
@@ -30,10 +31,10 @@ func defaultConfig(t *testing.T) string {
 
 // ports moves every listener of the default config to a free port, so that tests do not collide with each other
 // or with a `make run` on the same machine. Nothing else of the default config changes.
-type ports struct{ health, grpc, http, metrics int }
+type ports struct{ health, grpc, http, metrics, opa int }
 
 func overlay(t *testing.T, dir string, extra string) (string, ports) {
-	p := ports{collectortest.FreePort(t), collectortest.FreePort(t), collectortest.FreePort(t), collectortest.FreePort(t)}
+	p := ports{collectortest.FreePort(t), collectortest.FreePort(t), collectortest.FreePort(t), collectortest.FreePort(t), collectortest.FreePort(t)}
 	path := filepath.Join(dir, "overlay.yaml")
 	cfg := fmt.Sprintf(`
 extensions:
@@ -46,6 +47,9 @@ receivers:
         endpoint: 127.0.0.1:%d
       http:
         endpoint: 127.0.0.1:%d
+  decision_logs:
+    opa:
+      endpoint: 127.0.0.1:%d
 service:
   telemetry:
     metrics:
@@ -55,7 +59,7 @@ service:
               prometheus:
                 host: 127.0.0.1
                 port: %d
-%s`, p.health, p.grpc, p.http, p.metrics, extra)
+%s`, p.health, p.grpc, p.http, p.opa, p.metrics, extra)
 	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
 	return path, p
 }
@@ -117,6 +121,9 @@ func readResults(t *testing.T, dir string) []policyresult.Result {
 			for _, sl := range rl.ScopeLogs().All() {
 				for _, lr := range sl.LogRecords().All() {
 					r, err := policyresult.ReadLogRecord(rl.Resource(), lr)
+					if errors.Is(err, policyresult.ErrNotResult) {
+						continue
+					}
 					require.NoError(t, err)
 					out = append(out, r)
 				}
@@ -219,7 +226,7 @@ func TestComponentsListsTheDistribution(t *testing.T) {
 		}
 		return n
 	}
-	assert.ElementsMatch(t, []string{"otlp", "k8s_reports"}, names("receivers"))
+	assert.ElementsMatch(t, []string{"otlp", "k8s_reports", "decision_logs"}, names("receivers"))
 	assert.ElementsMatch(t, []string{"batch", "memory_limiter", "transform", "filter", "attributes", "resource", "groupbyattrs"}, names("processors"))
 	// Core v0.161.0 names the OTLP exporters otlp_grpc and otlp_http; `otlp` and `otlphttp` remain aliases.
 	assert.ElementsMatch(t, []string{"otlp_grpc", "otlp_http", "debug", "file", "durable_file"}, names("exporters"))

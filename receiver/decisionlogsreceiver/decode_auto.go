@@ -1,0 +1,41 @@
+package decisionlogsreceiver // import "github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver"
+
+import "strings"
+
+// errUnrecognised is the answer for events of neither format. It is an errNotDecision: a stream that mixes
+// decisions with other log lines is normal.
+const errUnrecognised = notDecisionError("unrecognised decision event: neither OPA (decision_id) nor Gatekeeper (eventType)")
+
+// decodeAuto tells OPA events from Gatekeeper violations by their keys, scanning the event only once.
+func decodeAuto(raw []byte) (decoded, error) {
+	var buf [jsonStackMembers]jsonMember
+	obj, ms, err := scanJSONEvent(raw, buf[:0])
+	if err != nil {
+		return decoded{}, err
+	}
+	var path, result, gatekeeper bool
+	for i := range ms {
+		m := &ms[i]
+		switch string(m.name()) {
+		case "decision_id":
+			return opaDecision(obj, ms)
+		case "path":
+			path = true
+		case "result":
+			result = true
+		case "eventType", "event_type":
+			// Gatekeeper logs far more than violations; only these are decisions.
+			s, _ := jsonString(m.value)
+			gatekeeper = gatekeeper || strings.HasPrefix(s, "violation")
+		case "constraint_kind":
+			gatekeeper = true
+		}
+	}
+	switch {
+	case path && result:
+		return opaDecision(obj, ms)
+	case gatekeeper:
+		return gatekeeperDecision(obj, ms)
+	}
+	return decoded{}, errUnrecognised
+}

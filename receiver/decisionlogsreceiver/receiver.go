@@ -1,0 +1,150 @@
+package decisionlogsreceiver // import "github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver"
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"sync"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/collector/receiver"
+	"go.opentelemetry.io/collector/receiver/receiverhelper"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.uber.org/zap"
+
+	"github.com/otelcol-policy/otelcol-policy/pkg/jsonpdata"
+	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+	"github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver/internal/metadata"
+)
+
+type decisionsReceiver struct {
+	cfg       *Config
+	set       receiver.Settings
+	next      consumer.Logs
+	telemetry *metadata.TelemetryBuilder
+
+	// stopping ends the stream connections' retries and reads.
+	stopping context.Context
+	stop     context.CancelFunc
+	wg       sync.WaitGroup
+
+	listeners []*ndjsonListener
+	server    *http.Server
+}
+
+func newReceiver(cfg *Config, set receiver.Settings, next consumer.Logs) (*decisionsReceiver, error) {
+	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
+	if err != nil {
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	return &decisionsReceiver{cfg: cfg, set: set, next: next, telemetry: tb, stopping: ctx, stop: cancel}, nil
+}
+
+func (r *decisionsReceiver) Start(ctx context.Context, host component.Host) error {
+	for i := range r.cfg.NDJSON {
+		l, err := r.listen(&r.cfg.NDJSON[i])
+		if err != nil {
+			return errors.Join(err, r.Shutdown(ctx))
+		}
+		r.listeners = append(r.listeners, l)
+	}
+	if opa := r.cfg.OPA.Get(); opa != nil {
+		if err := r.startOPA(ctx, host, opa); err != nil {
+			return errors.Join(err, r.Shutdown(ctx))
+		}
+	}
+	return nil
+}
+
+func (r *decisionsReceiver) Shutdown(ctx context.Context) error {
+	r.stop()
+	var errs []error
+	if r.server != nil {
+		errs = append(errs, r.server.Shutdown(ctx))
+	}
+	for _, l := range r.listeners {
+		errs = append(errs, l.close())
+	}
+	r.wg.Wait()
+	r.telemetry.Shutdown()
+	return errors.Join(errs...)
+}
+
+// rejected counts and logs (rate-limited) input that could not be used.
+func (r *decisionsReceiver) rejected(lim *logLimiter, listener, reason string, n int, fields ...zap.Field) {
+	r.telemetry.ReceiverDecisionLogsRejected.Add(context.Background(), int64(n), metric.WithAttributes(
+		attribute.String("listener", listener), attribute.String("reason", reason)))
+	if suppressed, ok := lim.allow(); ok {
+		r.set.Logger.Warn("Rejected decision input", append(fields, zap.String("listener", listener),
+			zap.String("reason", reason), zap.Int("suppressed_since_last", suppressed))...)
+	}
+}
+
+// toLogs builds the records of a batch of decisions.
+func (r *decisionsReceiver) toLogs(batch []decoded) plog.Logs {
+	ld := plog.NewLogs()
+	rl := ld.ResourceLogs().AppendEmpty()
+	policyresult.WriteResource(rl.Resource(), r.cfg.ClusterName)
+	sl := rl.ScopeLogs().AppendEmpty()
+	sl.Scope().SetName(metadata.ScopeName)
+	lrs := sl.LogRecords()
+	lrs.EnsureCapacity(len(batch))
+	now := pcommon.NewTimestampFromTime(time.Now())
+	for i := range batch {
+		ev := &batch[i]
+		lr := lrs.AppendEmpty()
+		ev.decision.Cluster = r.cfg.ClusterName
+		policyresult.WriteDecisionLogRecord(&ev.decision, lr)
+		lr.SetObservedTimestamp(now)
+		if err := jsonpdata.SetValue(ev.body, lr.Body()); err != nil {
+			lr.Body().SetStr(string(ev.body))
+		}
+		if ev.input == nil {
+			continue
+		}
+		lr.Attributes().PutInt(policyresult.AttrDecisionInputBytes, int64(len(ev.input)))
+		if !r.cfg.IncludeInput || len(ev.input) > r.cfg.MaxInputBytes || lr.Body().Type() != pcommon.ValueTypeMap {
+			lr.Attributes().PutBool(policyresult.AttrDecisionInputOmit, true)
+			continue
+		}
+		if err := jsonpdata.SetValue(ev.input, lr.Body().Map().PutEmpty("input")); err != nil {
+			lr.Body().Map().Remove("input")
+			lr.Attributes().PutBool(policyresult.AttrDecisionInputOmit, true)
+		}
+	}
+	return ld
+}
+
+// consume hands a batch to the pipeline through the receiver's observability wrapper.
+func (r *decisionsReceiver) consume(ctx context.Context, obs *receiverhelper.ObsReport, format string, batch []decoded) error {
+	ctx = obs.StartLogsOp(ctx)
+	err := r.next.ConsumeLogs(ctx, r.toLogs(batch))
+	obs.EndLogsOp(ctx, format, len(batch), err)
+	return err
+}
+
+// logLimiter lets one log line through per interval and counts the rest, so that a flood of bad input cannot
+// flood the collector's own logs.
+type logLimiter struct {
+	mu         sync.Mutex
+	last       time.Time
+	suppressed int
+}
+
+func (l *logLimiter) allow() (int, bool) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if now := time.Now(); now.Sub(l.last) >= time.Second {
+		n := l.suppressed
+		l.last, l.suppressed = now, 0
+		return n, true
+	}
+	l.suppressed++
+	return 0, false
+}
