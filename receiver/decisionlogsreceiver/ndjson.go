@@ -164,11 +164,12 @@ func (l *ndjsonListener) serve(c net.Conn) {
 		delete(l.conns, c)
 		l.mu.Unlock()
 	}()
-	br := bufio.NewReaderSize(c, 64<<10)
+	br := bufio.NewReaderSize(c, 256<<10)
 	batch := make([]decoded, 0, 64)
+	var lines arena
 	lineNo := 0
 	for {
-		line, tooLong, err := readLine(br, l.cfg.MaxLineBytes)
+		line, tooLong, err := readLine(br, l.cfg.MaxLineBytes, &lines)
 		if tooLong {
 			lineNo++
 			l.r.rejected(&l.limiter, l.cfg.name(), "line_too_long", 1, zap.Int("line", lineNo), zap.Int("max_line_bytes", l.cfg.MaxLineBytes))
@@ -188,6 +189,7 @@ func (l *ndjsonListener) serve(c net.Conn) {
 				return
 			}
 			batch = batch[:0]
+			lines.reset()
 		}
 		if err != nil {
 			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
@@ -221,26 +223,55 @@ func (l *ndjsonListener) flush(batch []decoded) bool {
 	}
 }
 
-// readLine returns the next line without its newline, copied so that it outlives the reader's buffer. A line
-// longer than max is consumed and reported as too long rather than returned.
-func readLine(br *bufio.Reader, maxLen int) ([]byte, bool, error) {
-	var line []byte
-	tooLong := false
-	for {
-		frag, err := br.ReadSlice('\n')
+// arena holds the lines of the batch in hand: the decoded events point into them until the batch is accepted,
+// and copying lines into large chunks costs far fewer allocations than one per line.
+type arena struct {
+	chunk []byte
+}
+
+const arenaChunk = 256 << 10
+
+func (a *arena) copy(b []byte) []byte {
+	if len(b) > arenaChunk/4 {
+		return append([]byte(nil), b...)
+	}
+	if cap(a.chunk)-len(a.chunk) < len(b) {
+		// Earlier lines keep the previous chunk alive through their slices; it is not reused.
+		a.chunk = make([]byte, 0, arenaChunk)
+	}
+	start := len(a.chunk)
+	a.chunk = append(a.chunk, b...)
+	return a.chunk[start:len(a.chunk):len(a.chunk)]
+}
+
+// reset starts a new chunk once the batch that pointed into the old one was handed over.
+func (a *arena) reset() { a.chunk = nil }
+
+// readLine returns the next line without its newline, copied into lines so that it outlives the reader's
+// buffer. A line longer than max is consumed and reported as too long rather than returned.
+func readLine(br *bufio.Reader, maxLen int, lines *arena) ([]byte, bool, error) {
+	frag, err := br.ReadSlice('\n')
+	if err == nil || !errors.Is(err, bufio.ErrBufferFull) {
+		// The whole line was in the buffer: the common case.
+		if len(frag) > maxLen+1 { // +1: the newline does not count
+			return nil, true, err
+		}
+		return lines.copy(bytes.TrimSuffix(frag, []byte{'\n'})), false, err
+	}
+	line := append([]byte(nil), frag...)
+	tooLong := len(line) > maxLen+1
+	for errors.Is(err, bufio.ErrBufferFull) {
+		frag, err = br.ReadSlice('\n')
 		if !tooLong {
-			if len(line)+len(frag) > maxLen+1 { // +1: the newline does not count
+			if len(line)+len(frag) > maxLen+1 {
 				tooLong, line = true, nil
 			} else {
 				line = append(line, frag...)
 			}
 		}
-		if errors.Is(err, bufio.ErrBufferFull) {
-			continue
-		}
-		if n := len(line); n > 0 && line[n-1] == '\n' {
-			line = line[:n-1]
-		}
-		return line, tooLong, err
 	}
+	if tooLong {
+		return nil, true, err
+	}
+	return bytes.TrimSuffix(line, []byte{'\n'}), false, err
 }

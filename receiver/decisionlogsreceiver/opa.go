@@ -106,18 +106,55 @@ func (e *opaEndpoint) handle(w http.ResponseWriter, req *http.Request) {
 	w.WriteHeader(http.StatusOK)
 }
 
-// splitEvents reads the upload: a JSON array of events (OPA's format), or a single event object.
+// splitEvents reads the upload: a JSON array of events (OPA's format), or a single event object. It finds the
+// events with the decoders' scanner rather than encoding/json, which would scan and copy the whole upload once
+// more before each event is decoded.
 func splitEvents(body []byte) ([]json.RawMessage, error) {
 	body = bytes.TrimSpace(body)
 	if len(body) > 0 && body[0] == '{' {
-		if !json.Valid(body) {
-			return nil, errors.New("want a JSON array of decision events (or one event object): invalid JSON")
+		end, err := scanJSONValue(body, 0, 0)
+		if err != nil || end != len(body) {
+			return nil, fmt.Errorf("want a JSON array of decision events (or one event object): %v", errOr(err, "data after the object"))
 		}
 		return []json.RawMessage{body}, nil
 	}
+	if len(body) == 0 || body[0] != '[' {
+		return nil, errors.New("want a JSON array of decision events")
+	}
 	var events []json.RawMessage
-	if err := json.Unmarshal(body, &events); err != nil {
-		return nil, fmt.Errorf("want a JSON array of decision events: %w", err)
+	i := skipJSONSpace(body, 1)
+	if i < len(body) && body[i] == ']' {
+		i++
+	} else {
+		for {
+			end, err := scanJSONValue(body, i, 1)
+			if err != nil {
+				return nil, fmt.Errorf("event %d: %w", len(events), err)
+			}
+			events = append(events, body[i:end])
+			i = skipJSONSpace(body, end)
+			if i >= len(body) {
+				return nil, errors.New("unexpected end of the array")
+			}
+			if body[i] == ']' {
+				i++
+				break
+			}
+			if body[i] != ',' {
+				return nil, fmt.Errorf("want ',' or ']' at byte %d", i)
+			}
+			i = skipJSONSpace(body, i+1)
+		}
+	}
+	if skipJSONSpace(body, i) != len(body) {
+		return nil, errors.New("data after the array")
 	}
 	return events, nil
+}
+
+func errOr(err error, msg string) any {
+	if err != nil {
+		return err
+	}
+	return msg
 }

@@ -107,3 +107,15 @@ func TestOPAEndpointIncludesBoundedInputs(t *testing.T) {
 	assert.Equal(t, true, got[1].Attrs["policy.decision.input.omitted"])
 	assert.Equal(t, int64(len(fmt.Sprintf(`{"blob":%q}`, string(bytes.Repeat([]byte("y"), 200))))), got[1].Attrs["policy.decision.input.size"])
 }
+
+func TestSplitEvents(t *testing.T) {
+	for body, want := range map[string]int{`[]`: 0, ` [ {"a":1} , {"b":[2,3]} ] `: 2, `{"decision_id":"x"}`: 1} {
+		ev, err := splitEvents([]byte(body))
+		require.NoError(t, err, body)
+		assert.Len(t, ev, want, body)
+	}
+	for _, bad := range []string{``, `"x"`, `[{"a":1},]`, `[{"a":1}`, `[{"a":1}] x`, `{"a":1} {}`, `[1 2]`, `{{{`} {
+		_, err := splitEvents([]byte(bad))
+		assert.Error(t, err, bad)
+	}
+}
