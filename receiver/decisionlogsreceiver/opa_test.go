@@ -119,3 +119,5 @@ func TestSplitEvents(t *testing.T) {
 		assert.Error(t, err, bad)
 	}
 }
+
+func stringsReader(s string) io.Reader { return bytes.NewReader([]byte(s)) }
