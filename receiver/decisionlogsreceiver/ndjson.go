@@ -16,6 +16,8 @@ import (
 
 	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/receiver/receiverhelper"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 )
 
@@ -177,7 +179,10 @@ func (l *ndjsonListener) serve(c net.Conn) {
 			lineNo++
 			ev, derr := l.decode(line)
 			if errors.Is(derr, errNotDecision) {
-				// Gatekeeper's audit_started and similar lines are not decisions: not an error either.
+				// Gatekeeper's audit_started lines, or JSON that is no decision at all: counted apart from
+				// malformed events, and not logged, since a shared stream may carry them routinely.
+				l.r.telemetry.ReceiverDecisionLogsRejected.Add(context.Background(), 1, metric.WithAttributes(
+					attribute.String("listener", l.cfg.name()), attribute.String("reason", "not_decision")))
 			} else if derr != nil {
 				l.r.rejected(&l.limiter, l.cfg.name(), "event", 1, zap.Int("line", lineNo), zap.Error(derr))
 			} else {

@@ -224,6 +224,19 @@ func TestNDJSONOverTCPManyConnectionsAndAStalledOne(t *testing.T) {
 		seen[d.Resource.Name] = true
 	}
 	assert.Len(t, seen, conns*perConn, "every decision once")
+
+	// Malformed lines between good ones over TCP too.
+	tr.sink.Reset()
+	conn, err := net.Dial("tcp", addr)
+	require.NoError(t, err)
+	_, err = conn.Write([]byte(gatekeeperLine(90001) + "\n{\"eventType\": 42}\nnot json at all\n" + gatekeeperLine(90002) + "\n"))
+	require.NoError(t, err)
+	require.NoError(t, conn.Close())
+	got = tr.waitDecisions(2, 10*time.Second)
+	assert.Equal(t, "ns-90001", got[0].Resource.Name)
+	assert.Equal(t, "ns-90002", got[1].Resource.Name)
+	assert.Equal(t, int64(1), tr.rejectedCount("tcp:127.0.0.1:0", "event"), "not JSON")
+	assert.Equal(t, int64(1), tr.rejectedCount("tcp:127.0.0.1:0", "not_decision"), "JSON, but neither OPA nor Gatekeeper")
 }
 
 func TestNDJSONBackpressureLosesNothing(t *testing.T) {
