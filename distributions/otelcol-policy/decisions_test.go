@@ -1,7 +1,6 @@
 package distribution_test
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"net"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
@@ -20,28 +20,12 @@ import (
 )
 
 func readDecisions(t *testing.T, dir string) []policyresult.Decision {
-	f, err := os.Open(filepath.Join(dir, resultsFile))
-	if os.IsNotExist(err) {
-		return nil
-	}
-	require.NoError(t, err)
-	defer f.Close()
 	var out []policyresult.Decision
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 16<<20)
-	for sc.Scan() {
-		ld, err := (&plog.JSONUnmarshaler{}).UnmarshalLogs(sc.Bytes())
-		require.NoError(t, err)
-		for _, rl := range ld.ResourceLogs().All() {
-			for _, sl := range rl.ScopeLogs().All() {
-				for _, lr := range sl.LogRecords().All() {
-					if d, err := policyresult.ReadDecisionLogRecord(rl.Resource(), lr); err == nil {
-						out = append(out, d)
-					}
-				}
-			}
+	eachRecord(t, dir, func(res pcommon.Resource, lr plog.LogRecord) {
+		if d, err := policyresult.ReadDecisionLogRecord(res, lr); err == nil {
+			out = append(out, d)
 		}
-	}
+	})
 	return out
 }
 

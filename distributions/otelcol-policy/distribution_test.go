@@ -16,6 +16,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"gopkg.in/yaml.v3"
 
@@ -104,33 +105,41 @@ func sendOTLP(t *testing.T, httpPort int, results ...policyresult.Result) {
 	require.Equal(t, http.StatusOK, resp.StatusCode)
 }
 
-// readResults reads every result the durable_file exporter wrote under dir.
-func readResults(t *testing.T, dir string) []policyresult.Result {
-	f, err := os.Open(filepath.Join(dir, resultsFile))
+// eachRecord calls f for every log record the durable_file exporter wrote under dir.
+func eachRecord(t *testing.T, dir string, f func(res pcommon.Resource, lr plog.LogRecord)) {
+	file, err := os.Open(filepath.Join(dir, resultsFile))
 	if os.IsNotExist(err) {
-		return nil
+		return
 	}
 	require.NoError(t, err)
-	defer f.Close()
-	var out []policyresult.Result
-	sc := bufio.NewScanner(f)
+	defer file.Close()
+	sc := bufio.NewScanner(file)
+	sc.Buffer(nil, 16<<20)
 	for sc.Scan() {
 		ld, err := (&plog.JSONUnmarshaler{}).UnmarshalLogs(sc.Bytes())
 		require.NoError(t, err)
 		for _, rl := range ld.ResourceLogs().All() {
 			for _, sl := range rl.ScopeLogs().All() {
 				for _, lr := range sl.LogRecords().All() {
-					r, err := policyresult.ReadLogRecord(rl.Resource(), lr)
-					if errors.Is(err, policyresult.ErrNotResult) {
-						continue
-					}
-					require.NoError(t, err)
-					out = append(out, r)
+					f(rl.Resource(), lr)
 				}
 			}
 		}
 	}
 	require.NoError(t, sc.Err())
+}
+
+// readResults reads every result the durable_file exporter wrote under dir.
+func readResults(t *testing.T, dir string) []policyresult.Result {
+	var out []policyresult.Result
+	eachRecord(t, dir, func(res pcommon.Resource, lr plog.LogRecord) {
+		r, err := policyresult.ReadLogRecord(res, lr)
+		if errors.Is(err, policyresult.ErrNotResult) {
+			return
+		}
+		require.NoError(t, err)
+		out = append(out, r)
+	})
 	return out
 }
 

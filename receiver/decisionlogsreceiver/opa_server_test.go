@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
 )
 
 const opaVersion = "v1.22.2"
@@ -52,7 +54,7 @@ decision_logs:
     min_delay_seconds: 1
     max_delay_seconds: 2
 `, logsURL)), 0o600))
-	addr := fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	addr := fmt.Sprintf("127.0.0.1:%d", collectortest.FreePort(t))
 	cmd := exec.Command(opaBinary(t), "run", "--server", "--addr", addr, "--config-file", filepath.Join(dir, "config.yaml"),
 		filepath.Join(dir, "policy.rego"))
 	logf, err := os.Create(filepath.Join(dir, "opa.log"))

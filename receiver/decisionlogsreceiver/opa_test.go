@@ -12,12 +12,15 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/config/configoptional"
+
+	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
+	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
 func opaConfig(t *testing.T) *Config {
 	cfg := createDefaultConfig().(*Config)
 	o := defaultOPA()
-	o.ServerConfig.NetAddr.Endpoint = fmt.Sprintf("127.0.0.1:%d", freePort(t))
+	o.ServerConfig.NetAddr.Endpoint = fmt.Sprintf("127.0.0.1:%d", collectortest.FreePort(t))
 	o.ServerConfig.MaxRequestBodySize = 64 << 10
 	cfg.OPA = configoptional.Some(o)
 	return cfg
@@ -60,7 +63,7 @@ func TestOPAEndpointAnswers(t *testing.T) {
 	assert.Equal(t, http.StatusOK, resp.StatusCode, "gzip JSON array, as OPA sends")
 	got := tr.waitDecisions(2, 5*time.Second)
 	assert.Equal(t, "d-1", got[0].ID)
-	assert.Equal(t, policyresultPass, string(got[0].Decision.Outcome()))
+	assert.Equal(t, policyresult.OutcomePass, got[0].Decision.Outcome())
 	assert.Equal(t, time.Date(2026, 11, 22, 8, 0, 0, 123456789, time.UTC), got[0].Timestamp, "the event's time, not arrival")
 	assert.NotContains(t, got[0].Body, "input", "inputs are left out unless include_input")
 	assert.Equal(t, true, got[0].Attrs["policy.decision.input.omitted"])

@@ -99,7 +99,6 @@ func (r *decisionsReceiver) toLogs(batch []decoded) plog.Logs {
 	for i := range batch {
 		ev := &batch[i]
 		lr := lrs.AppendEmpty()
-		ev.decision.Cluster = r.cfg.ClusterName
 		policyresult.WriteDecisionLogRecord(&ev.decision, lr)
 		lr.SetObservedTimestamp(now)
 		if err := jsonpdata.SetValue(ev.body, lr.Body()); err != nil {

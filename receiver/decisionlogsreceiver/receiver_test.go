@@ -295,12 +295,3 @@ func TestStaleSocketIsReplacedButOtherFilesAreNot(t *testing.T) {
 	require.NoError(t, err)
 	assert.ErrorContains(t, rcv.Start(context.Background(), componenttest.NewNopHost()), "exists and is not a socket")
 }
-
-const policyresultPass = "pass"
-
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
-}

@@ -3,7 +3,6 @@ package k8sreportsreceiver
 import (
 	"context"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -18,6 +17,7 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	rbacv1 "k8s.io/api/rbac/v1"
 
+	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
 	"github.com/otelcol-policy/otelcol-policy/internal/k8sclient"
 	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
@@ -289,7 +289,7 @@ func lastStatus(tr *testReceiver) componentstatus.Status {
 
 func TestUnreachableAPIServerIsARecoverableStatus(t *testing.T) {
 	// No control plane needed: a kubeconfig naming a port nobody listens on.
-	port := freePort(t)
+	port := collectortest.FreePort(t)
 	path := filepath.Join(t.TempDir(), "kubeconfig")
 	require.NoError(t, os.WriteFile(path, []byte(fmt.Sprintf(`apiVersion: v1
 kind: Config
@@ -311,11 +311,4 @@ current-context: c
 		return ev != nil && ev.Status() == componentstatus.StatusRecoverableError && strings.Contains(ev.Err().Error(), "connection refused")
 	}, 10*time.Second, 50*time.Millisecond)
 	require.NoError(t, rcv.Shutdown(context.Background()))
-}
-
-func freePort(t *testing.T) int {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	require.NoError(t, err)
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
 }
