@@ -5,26 +5,19 @@ import (
 	"encoding/hex"
 	"testing"
 
-	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/component/componenttest"
-	"go.opentelemetry.io/collector/extension/extensiontest"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 
+	"github.com/otelcol-policy/otelcol-policy/internal/filestoragetest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
 // openStorage opens a file_storage client on dir, as a component would in the collector.
 func openStorage(t *testing.T, dir string) storage.Client {
 	t.Helper()
-	f := filestorage.NewFactory()
-	cfg := f.CreateDefaultConfig().(*filestorage.Config)
-	cfg.Directory = dir
-	ext, err := f.Create(context.Background(), extensiontest.NewNopSettings(f.Type()), cfg)
-	require.NoError(t, err)
-	require.NoError(t, ext.Start(context.Background(), componenttest.NewNopHost()))
+	ext := filestoragetest.Start(t, dir)
 	client, err := ext.(storage.Extension).GetClient(context.Background(), component.KindProcessor,
 		component.MustNewID("policy_aggregate"), "")
 	require.NoError(t, err)

@@ -103,6 +103,9 @@ func (t *Tally) Names() []string { return t.names }
 // Len is the number of keys.
 func (t *Tally) Len() int { return len(t.keys) }
 
+// Groups is the number of groups.
+func (t *Tally) Groups() int { return len(t.byID) }
+
 // Evictions is the number of keys evicted since New because the tally was full.
 func (t *Tally) Evictions() int64 { return t.evictions }
 

@@ -43,3 +43,7 @@ const (
 	EventDecision = "policy.decision"
 	EventSummary  = "policy.summary"
 )
+
+// IsResourceAttribute reports whether the model writes name on the resource rather than on the record, so that
+// components deriving records (summaries) put it in the same place.
+func IsResourceAttribute(name string) bool { return name == AttrClusterName }

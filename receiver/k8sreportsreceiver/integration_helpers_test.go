@@ -12,7 +12,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
@@ -20,12 +19,12 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/extension"
-	"go.opentelemetry.io/collector/extension/extensiontest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
+	"github.com/otelcol-policy/otelcol-policy/internal/filestoragetest"
 	"github.com/otelcol-policy/otelcol-policy/internal/k8sclient"
 	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
@@ -91,18 +90,7 @@ func (h *statusHost) last() *componentstatus.Event {
 	return h.all[len(h.all)-1]
 }
 
-var storageID = component.MustNewID("file_storage")
-
-// newStorage creates a file_storage extension on dir, as the collector would.
-func newStorage(t *testing.T, dir string) extension.Extension {
-	f := filestorage.NewFactory()
-	cfg := f.CreateDefaultConfig().(*filestorage.Config)
-	cfg.Directory = dir
-	ext, err := f.Create(context.Background(), extensiontest.NewNopSettings(f.Type()), cfg)
-	require.NoError(t, err)
-	require.NoError(t, ext.Start(context.Background(), componenttest.NewNopHost()))
-	return ext
-}
+var storageID = filestoragetest.ID
 
 // testReceiver is a running receiver with its sink, host and self-telemetry.
 type testReceiver struct {
@@ -143,7 +131,7 @@ func startReceiverWith(t *testing.T, cfg *Config, token, storageDir string, ext 
 	tr := &testReceiver{t: t, sink: new(consumertest.LogsSink), host: &statusHost{ext: ext},
 		telemetry: componenttest.NewTelemetry()}
 	if storageDir != "" {
-		tr.storage = newStorage(t, storageDir)
+		tr.storage = filestoragetest.Start(t, storageDir)
 		tr.host.ext[storageID] = tr.storage
 		cfg.Storage = &storageID
 	}

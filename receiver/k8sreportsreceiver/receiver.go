@@ -15,6 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/otelcol-policy/otelcol-policy/extension/k8sleaderelectorextension"
+	"github.com/otelcol-policy/otelcol-policy/internal/storageclient"
 	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/metadata"
 )
 
@@ -72,7 +73,7 @@ func (r *reportsReceiver) Start(ctx context.Context, host component.Host) error 
 	r.problems.start(host)
 	r.host = host
 	if r.cfg.Storage != nil {
-		if _, err := r.storageExtension(); err != nil {
+		if _, err := storageclient.Find(host, *r.cfg.Storage); err != nil {
 			return err
 		}
 	}
@@ -105,18 +106,6 @@ func (r *reportsReceiver) Start(ctx context.Context, host component.Host) error 
 	return nil
 }
 
-func (r *reportsReceiver) storageExtension() (storage.Extension, error) {
-	ext, ok := r.host.GetExtensions()[*r.cfg.Storage]
-	if !ok {
-		return nil, fmt.Errorf("storage extension %s is not configured", r.cfg.Storage)
-	}
-	se, ok := ext.(storage.Extension)
-	if !ok {
-		return nil, fmt.Errorf("extension %s is not a storage extension", r.cfg.Storage)
-	}
-	return se, nil
-}
-
 // startLeading opens the storage, loads what was emitted, and starts the watchers and the emitter. A new
 // leader thereby continues from the state the previous one committed to the shared storage: it neither
 // re-sends what was emitted nor skips what changed during the handover.
@@ -129,13 +118,9 @@ func (r *reportsReceiver) startLeading(ctx context.Context) error {
 	var emitted map[objKey]*emittedReport
 	r.store, r.storageClient = nil, nil
 	if r.cfg.Storage != nil {
-		se, err := r.storageExtension()
+		client, err := storageclient.Open(ctx, r.host, *r.cfg.Storage, component.KindReceiver, r.set.ID)
 		if err != nil {
 			return err
-		}
-		client, err := se.GetClient(ctx, component.KindReceiver, r.set.ID, "")
-		if err != nil {
-			return fmt.Errorf("storage client: %w", err)
 		}
 		r.storageClient = client
 		r.store = &stateStore{client: client}

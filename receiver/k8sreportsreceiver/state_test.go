@@ -9,6 +9,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 
+	"github.com/otelcol-policy/otelcol-policy/internal/filestoragetest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
@@ -154,7 +155,7 @@ func TestTrackerPushesBackWhenFull(t *testing.T) {
 }
 
 func TestStateStoreRoundTrip(t *testing.T) {
-	ext := newStorage(t, t.TempDir())
+	ext := filestoragetest.Start(t, t.TempDir())
 	defer func() { require.NoError(t, ext.Shutdown(context.Background())) }()
 	client, err := ext.(storage.Extension).GetClient(context.Background(), component.KindReceiver, component.MustNewID("k8s_reports"), "")
 	require.NoError(t, err)

@@ -1,0 +1,46 @@
+// Package filestoragetest runs the contrib file_storage extension in tests, as the collector would, so that
+// components are tested against the storage they use in production.
+package filestoragetest // import "github.com/otelcol-policy/otelcol-policy/internal/filestoragetest"
+
+import (
+	"context"
+	"testing"
+
+	"github.com/open-telemetry/opentelemetry-collector-contrib/extension/storage/filestorage"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/extension"
+	"go.opentelemetry.io/collector/extension/extensiontest"
+)
+
+// ID is the extension's ID in Host.
+var ID = component.MustNewID("file_storage")
+
+// Start starts a file_storage extension on dir; the caller shuts it down.
+func Start(t testing.TB, dir string) extension.Extension {
+	t.Helper()
+	f := filestorage.NewFactory()
+	cfg := f.CreateDefaultConfig().(*filestorage.Config)
+	cfg.Directory = dir
+	ext, err := f.Create(context.Background(), extensiontest.NewNopSettings(f.Type()), cfg)
+	require.NoError(t, err)
+	require.NoError(t, ext.Start(context.Background(), componenttest.NewNopHost()))
+	return ext
+}
+
+// Host is a host whose only extension is ext, under ID.
+type Host struct {
+	component.Host
+	Ext extension.Extension
+}
+
+// NewHost starts a file_storage extension on dir and returns a host holding it.
+func NewHost(t testing.TB, dir string) Host {
+	return Host{Host: componenttest.NewNopHost(), Ext: Start(t, dir)}
+}
+
+// GetExtensions returns the file_storage extension under ID.
+func (h Host) GetExtensions() map[component.ID]component.Component {
+	return map[component.ID]component.Component{ID: h.Ext}
+}
