@@ -34,7 +34,7 @@ func defaultConfig(t *testing.T) string {
 // or with a `make run` on the same machine. Nothing else of the default config changes.
 type ports struct{ health, grpc, http, metrics, opa int }
 
-func overlay(t *testing.T, dir string, extra string) (string, ports) {
+func overlay(t *testing.T, dir string) (string, ports) {
 	p := ports{collectortest.FreePort(t), collectortest.FreePort(t), collectortest.FreePort(t), collectortest.FreePort(t), collectortest.FreePort(t)}
 	path := filepath.Join(dir, "overlay.yaml")
 	cfg := fmt.Sprintf(`
@@ -60,17 +60,24 @@ service:
               prometheus:
                 host: 127.0.0.1
                 port: %d
-%s`, p.health, p.grpc, p.http, p.opa, p.metrics, extra)
+`, p.health, p.grpc, p.http, p.opa, p.metrics)
 	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
 	return path, p
 }
 
+// start runs the default config with the ports overlay and, when set, the test's own overlay extra.
 func start(t *testing.T, dir, extra string, env ...string) (*collectortest.Collector, ports) {
-	ov, p := overlay(t, dir, extra)
+	ov, p := overlay(t, dir)
 	if len(env) == 0 {
 		env = []string{"KUBECONFIG=" + filepath.Join(dir, "no-kubeconfig")}
 	}
-	c := collectortest.StartEnv(t, dir, env, defaultConfig(t), ov)
+	configs := []string{defaultConfig(t), ov}
+	if extra != "" {
+		path := filepath.Join(dir, "extra.yaml")
+		require.NoError(t, os.WriteFile(path, []byte(extra), 0o600))
+		configs = append(configs, path)
+	}
+	c := collectortest.StartEnv(t, dir, env, configs...)
 	c.WaitHealthy(fmt.Sprintf("http://127.0.0.1:%d/", p.health))
 	return c, p
 }
@@ -227,7 +234,7 @@ func TestComponentsListsTheDistribution(t *testing.T) {
 	}
 	require.NoError(t, yaml.Unmarshal(out, &comps))
 	lists := map[string][]component{"receivers": comps.Receivers, "processors": comps.Processors,
-		"exporters": comps.Exporters, "extensions": comps.Extensions, "providers": comps.Providers}
+		"exporters": comps.Exporters, "connectors": comps.Connectors, "extensions": comps.Extensions, "providers": comps.Providers}
 	names := func(kind string) []string {
 		var n []string
 		for _, c := range lists[kind] {
@@ -236,7 +243,9 @@ func TestComponentsListsTheDistribution(t *testing.T) {
 		return n
 	}
 	assert.ElementsMatch(t, []string{"otlp", "k8s_reports", "decision_logs"}, names("receivers"))
-	assert.ElementsMatch(t, []string{"batch", "memory_limiter", "transform", "filter", "attributes", "resource", "groupbyattrs"}, names("processors"))
+	assert.ElementsMatch(t, []string{"batch", "memory_limiter", "transform", "filter", "attributes", "resource", "groupbyattrs",
+		"k8s_metadata_strip", "policy_aggregate"}, names("processors"))
+	assert.ElementsMatch(t, []string{"policy_metrics"}, names("connectors"))
 	// Core v0.161.0 names the OTLP exporters otlp_grpc and otlp_http; `otlp` and `otlphttp` remain aliases.
 	assert.ElementsMatch(t, []string{"otlp_grpc", "otlp_http", "debug", "file", "durable_file"}, names("exporters"))
 	assert.ElementsMatch(t, []string{"zpages", "file_storage", "health_check", "pprof", "bearertokenauth", "k8s_leader_elector"}, names("extensions"))

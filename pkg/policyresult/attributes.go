@@ -47,3 +47,14 @@ const (
 // IsResourceAttribute reports whether the model writes name on the resource rather than on the record, so that
 // components deriving records (summaries) put it in the same place.
 func IsResourceAttribute(name string) bool { return name == AttrClusterName }
+
+// Metrics of the policy_metrics connector, documented with the attributes.
+const (
+	// MetricResults is the gauge of current results by outcome.
+	MetricResults = "policy.results"
+	// MetricDecisions is the cumulative sum of decisions.
+	MetricDecisions = "policy.decisions"
+	// AttrMetricOverflow marks the series that counts what exceeded a series limit, as the OpenTelemetry SDKs
+	// do.
+	AttrMetricOverflow = "otel.metric.overflow"
+)

@@ -10,7 +10,6 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
-	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processorhelper"
@@ -20,7 +19,6 @@ import (
 
 	"github.com/otelcol-policy/otelcol-policy/internal/resultstate"
 	"github.com/otelcol-policy/otelcol-policy/internal/storageclient"
-	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 	"github.com/otelcol-policy/otelcol-policy/processor/policyaggregateprocessor/internal/metadata"
 )
 
@@ -128,7 +126,7 @@ func (p *aggregator) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, 
 		res := rl.Resource().Attributes()
 		for _, sl := range rl.ScopeLogs().All() {
 			for _, lr := range sl.LogRecords().All() {
-				n, err := p.count(res, lr)
+				n, err := p.tally.Apply(res, lr, p.values)
 				evicted += n
 				if err != nil {
 					invalid++
@@ -158,88 +156,19 @@ func (p *aggregator) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, 
 	return ld, nil
 }
 
-// count applies one record to the state and returns how many keys it evicted; records of other events are
-// left alone.
-func (p *aggregator) count(res pcommon.Map, lr plog.LogRecord) (int, error) {
-	r, ok, err := readResult(lr)
-	if !ok || err != nil {
-		return 0, err
-	}
-	if r.resolved {
-		p.tally.Resolve(r.key)
-		return 0, nil
-	}
-	attrs := lr.Attributes()
-	for i, name := range p.cfg.GroupBy {
-		p.values[i] = groupValue(res, attrs, name)
-	}
-	return p.tally.Set(r.key, p.values, r.outcome), nil
-}
-
-type resultRecord struct {
-	key      resultstate.Key
-	outcome  policyresult.Outcome
-	resolved bool
-}
-
-// readResult reads what the state needs from a policy.result record; ok is false for records of other events.
-// The event name may be in the attribute only, after a transform.
-func readResult(lr plog.LogRecord) (r resultRecord, ok bool, err error) {
-	attrs := lr.Attributes()
-	event := lr.EventName()
-	if event == "" {
-		event = str(attrs, policyresult.AttrEventName)
-	}
-	if event != policyresult.EventResult {
-		return r, false, nil
-	}
-	keyStr := str(attrs, policyresult.AttrResultKey)
-	if r.key, ok = resultstate.ParseKey(keyStr); !ok {
-		return r, true, fmt.Errorf("attribute %s is %q, want 32 hexadecimal characters", policyresult.AttrResultKey, keyStr)
-	}
-	if policyresult.State(str(attrs, policyresult.AttrResultState)) == policyresult.StateResolved {
-		r.resolved = true
-		return r, true, nil
-	}
-	if v, found := attrs.Get(policyresult.AttrResult); found {
-		if r.outcome, err = policyresult.ParseOutcome(v.AsString()); err != nil {
-			return r, true, fmt.Errorf("result %s: %w", keyStr, err)
-		}
-	}
-	return r, true, nil
-}
-
 // dropCounted removes the result records the state counted. Invalid ones continue, since the state does not
 // represent them.
 func dropCounted(ld plog.Logs) {
 	for _, rl := range ld.ResourceLogs().All() {
 		for _, sl := range rl.ScopeLogs().All() {
 			sl.LogRecords().RemoveIf(func(lr plog.LogRecord) bool {
-				_, ok, err := readResult(lr)
+				_, ok, err := resultstate.ReadRecord(lr)
 				return ok && err == nil
 			})
 		}
 		rl.ScopeLogs().RemoveIf(func(sl plog.ScopeLogs) bool { return sl.LogRecords().Len() == 0 })
 	}
 	ld.ResourceLogs().RemoveIf(func(rl plog.ResourceLogs) bool { return rl.ScopeLogs().Len() == 0 })
-}
-
-// groupValue is the record's attribute, else the resource's.
-func groupValue(res, attrs pcommon.Map, name string) string {
-	if v, ok := attrs.Get(name); ok {
-		return v.AsString()
-	}
-	if v, ok := res.Get(name); ok {
-		return v.AsString()
-	}
-	return ""
-}
-
-func str(attrs pcommon.Map, name string) string {
-	if v, ok := attrs.Get(name); ok {
-		return v.AsString()
-	}
-	return ""
 }
 
 // save writes what changed; the caller holds mu.
