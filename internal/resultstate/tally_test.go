@@ -7,6 +7,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
@@ -127,4 +128,32 @@ func TestEvictingAGroupsLastKeyBeforeJoiningIt(t *testing.T) {
 	tl.Set(key(2), g, policyresult.OutcomePass)
 	assert.Equal(t, 1, tl.Set(key(3), g, policyresult.OutcomeFail))
 	assert.Equal(t, map[string]policyresult.Counts{"kyverno/p": {Fail: 1, Total: 1}}, counts(tl))
+}
+
+func TestReadRecord(t *testing.T) {
+	r := policyresult.Result{Cluster: "eu", Source: "kyverno", Policy: "p", Outcome: policyresult.OutcomeFail,
+		Resource: policyresult.Resource{Kind: "Pod", Name: "a"}}
+	lr := plog.NewLogRecord()
+	policyresult.WriteLogRecord(&r, lr)
+	lr.SetEventName("") // after a transform that kept only the attribute
+	got, ok, err := ReadRecord(lr)
+	require.NoError(t, err)
+	require.True(t, ok)
+	want, _ := ParseKey(r.Key())
+	assert.Equal(t, Record{Key: want, Outcome: policyresult.OutcomeFail}, got)
+
+	lr.Attributes().PutStr(policyresult.AttrResultState, string(policyresult.StateResolved))
+	got, _, _ = ReadRecord(lr)
+	assert.True(t, got.Resolved)
+
+	lr.Attributes().PutStr(policyresult.AttrResultState, string(policyresult.StateChanged))
+	lr.Attributes().PutStr(policyresult.AttrResult, "MANUAL")
+	_, ok, err = ReadRecord(lr)
+	assert.True(t, ok)
+	assert.ErrorContains(t, err, `unknown policy result "MANUAL"`)
+
+	lr.Attributes().PutStr(policyresult.AttrEventName, policyresult.EventDecision)
+	_, ok, err = ReadRecord(lr)
+	assert.False(t, ok)
+	assert.NoError(t, err)
 }
