@@ -43,7 +43,7 @@ build: $(OCB)
 run: build
 	$(BIN) --config $(CONFIG)
 
-## test-servers: install or build the real servers the integration tests start (etcd, kube-apiserver, OPA), cached
+## test-servers: install or build the real servers the integration tests start (etcd, kube-apiserver, OPA, MinIO), cached
 test-servers:
 	CACHE_DIR=$(CACHE_DIR) hack/test-servers.sh
 

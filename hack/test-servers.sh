@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs or builds the real servers the integration tests start, caching them outside the repository.
-# Prints nothing but errors when everything is already cached. Usage: hack/test-servers.sh [etcd|kube-apiserver]...
+# Prints nothing but errors when everything is already cached. Usage: hack/test-servers.sh [etcd|kube-apiserver|opa|minio]...
 set -euo pipefail
 
 CACHE_DIR=${CACHE_DIR:-$HOME/.cache/otelcol-policy}
@@ -72,12 +72,31 @@ install_opa() {
   mv "$dir/opa" "$bin"
 }
 
-[[ $# -gt 0 ]] || set -- etcd kube-apiserver opa
+# MinIO server and its mc client, which the s3 exporter's tests run as a real S3 endpoint.
+MINIO_VERSION=${MINIO_VERSION:-v0.0.0-20260212201848-7aac2a2c5b7c}
+MC_VERSION=${MC_VERSION:-v0.0.0-20250313080218-cf909e1063a9}
+install_minio() {
+  local name version
+  for name in minio mc; do
+    if [[ $name == minio ]]; then version=$MINIO_VERSION; else version=$MC_VERSION; fi
+    local bin=$BIN_DIR/$name-$version
+    [[ -x $bin ]] && continue
+    log "building $name $version (about 3 minutes for both, once)"
+    local dir=$CACHE_DIR/$name-build-$version
+    mkdir -p "$dir"
+    GOBIN=$dir go install "github.com/minio/$name@$version" 2>"$dir/build.log" ||
+      { log "$name build failed, see $dir/build.log"; tail -20 "$dir/build.log" >&2; exit 1; }
+    mv "$dir/$name" "$bin"
+  done
+}
+
+[[ $# -gt 0 ]] || set -- etcd kube-apiserver opa minio
 for s in "$@"; do
   case $s in
     etcd) install_etcd ;;
     kube-apiserver) build_kube_apiserver ;;
     opa) install_opa ;;
+    minio) install_minio ;;
     *) log "unknown server $s"; exit 2 ;;
   esac
 done

@@ -5,7 +5,6 @@ package collectortest // import "github.com/otelcol-policy/otelcol-policy/intern
 import (
 	"bytes"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/otelcol-policy/otelcol-policy/internal/freeport"
 )
 
 // BinaryEnv names the variable `make test` sets to the binary under test.
@@ -56,12 +57,11 @@ func RepoRoot(t testing.TB) string {
 // FreePort returns a loopback port that was free a moment ago.
 func FreePort(t testing.TB) int {
 	t.Helper()
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+	ports, err := freeport.Ports(1)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port
+	return ports[0]
 }
 
 // Collector is one running collector process.

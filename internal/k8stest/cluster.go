@@ -11,7 +11,6 @@ import (
 	"crypto/x509"
 	"encoding/pem"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -25,6 +24,8 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
+
+	"github.com/otelcol-policy/otelcol-policy/internal/freeport"
 )
 
 // KubernetesVersion is the kube-apiserver release hack/test-servers.sh builds.
@@ -75,7 +76,7 @@ func Start(dir string) (*Cluster, func(), error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	ports, err := freePorts(3)
+	ports, err := freeport.Ports(3)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -241,25 +242,6 @@ func writeServiceAccountKey(dir string) error {
 		return err
 	}
 	return os.WriteFile(filepath.Join(dir, "sa.pub"), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o600)
-}
-
-func freePorts(n int) ([]int, error) {
-	var ls []net.Listener
-	defer func() {
-		for _, l := range ls {
-			l.Close()
-		}
-	}()
-	var out []int
-	for range n {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return nil, err
-		}
-		ls = append(ls, l)
-		out = append(out, l.Addr().(*net.TCPAddr).Port)
-	}
-	return out, nil
 }
 
 // ctx is a short timeout for test API calls.

@@ -1,0 +1,163 @@
+package kafkaexporter // import "github.com/otelcol-policy/otelcol-policy/exporter/kafkaexporter"
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"go.opentelemetry.io/collector/config/configopaque"
+	"go.opentelemetry.io/collector/config/configoptional"
+	"go.opentelemetry.io/collector/config/configretry"
+	"go.opentelemetry.io/collector/config/configtls"
+	"go.opentelemetry.io/collector/exporter/exporterhelper"
+)
+
+// Values of logs::encoding.
+const (
+	EncodingJSON      = "json"
+	EncodingOTLPProto = "otlp_proto"
+)
+
+// Values of producer::compression.
+const (
+	CompressionNone   = "none"
+	CompressionGzip   = "gzip"
+	CompressionSnappy = "snappy"
+	CompressionLZ4    = "lz4"
+	CompressionZstd   = "zstd"
+)
+
+// Values of auth::sasl::mechanism.
+const (
+	MechanismPlain       = "PLAIN"
+	MechanismScramSHA256 = "SCRAM-SHA-256"
+	MechanismScramSHA512 = "SCRAM-SHA-512"
+)
+
+// franz-go refuses a batch limit outside [512, 1 GiB].
+const (
+	minMaxMessageBytes = 512
+	maxMaxMessageBytes = 1 << 30
+)
+
+// Config of the kafka exporter. Keys follow the contrib kafka exporter where the meaning is the same.
+type Config struct {
+	// Brokers are the bootstrap brokers, host:port.
+	Brokers []string `mapstructure:"brokers"`
+	// ClientID is sent with every request; brokers use it in logs and quotas.
+	ClientID string         `mapstructure:"client_id"`
+	Logs     LogsConfig     `mapstructure:"logs"`
+	Producer ProducerConfig `mapstructure:"producer"`
+	Auth     AuthConfig     `mapstructure:"auth"`
+
+	// RecordKeyAttribute names the log record attribute whose value is the Kafka record key. Summaries are keyed
+	// by policy.summary.key instead, so that one compacted topic holds both kinds.
+	RecordKeyAttribute string `mapstructure:"record_key_attribute"`
+	// TopicFromAttribute names a resource or record attribute (the record's wins) whose value is the topic; records
+	// without it go to logs::topic.
+	TopicFromAttribute string `mapstructure:"topic_from_attribute"`
+
+	TimeoutConfig exporterhelper.TimeoutConfig                             `mapstructure:",squash"`
+	QueueConfig   configoptional.Optional[exporterhelper.QueueBatchConfig] `mapstructure:"sending_queue"`
+	RetryConfig   configretry.BackOffConfig                                `mapstructure:"retry_on_failure"`
+}
+
+// LogsConfig says where and how log records are written.
+type LogsConfig struct {
+	Topic    string `mapstructure:"topic"`
+	Encoding string `mapstructure:"encoding"`
+}
+
+// ProducerConfig tunes the franz-go producer.
+type ProducerConfig struct {
+	// RequiredAcks is 0 (none), 1 (leader) or -1 (all in-sync replicas, also spelled "all"). Only -1 keeps the
+	// producer idempotent.
+	RequiredAcks RequiredAcks `mapstructure:"required_acks"`
+	Compression  string       `mapstructure:"compression"`
+	// MaxMessageBytes bounds one record batch before compression, as the broker's max.message.bytes does; a
+	// single record larger than it is dropped as a permanent error.
+	MaxMessageBytes int `mapstructure:"max_message_bytes"`
+}
+
+// RequiredAcks is the producer's acks setting. It accepts the YAML numbers 0, 1 and -1, and the string "all".
+type RequiredAcks int
+
+// UnmarshalText accepts "all" besides the numbers, as Kafka's own acks setting does.
+func (a *RequiredAcks) UnmarshalText(text []byte) error {
+	s := strings.TrimSpace(string(text))
+	if strings.EqualFold(s, "all") {
+		*a = -1
+		return nil
+	}
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		return fmt.Errorf("required_acks must be 0, 1, -1 or all, got %q", s)
+	}
+	*a = RequiredAcks(n)
+	return nil
+}
+
+// AuthConfig secures the connections to the brokers.
+type AuthConfig struct {
+	TLS  configoptional.Optional[configtls.ClientConfig] `mapstructure:"tls"`
+	SASL configoptional.Optional[SASLConfig]             `mapstructure:"sasl"`
+}
+
+// SASLConfig authenticates the client.
+type SASLConfig struct {
+	Mechanism string              `mapstructure:"mechanism"`
+	Username  string              `mapstructure:"username"`
+	Password  configopaque.String `mapstructure:"password"`
+}
+
+// Validate checks the configuration before the collector starts.
+func (c *Config) Validate() error {
+	var errs []error
+	if len(c.Brokers) == 0 {
+		errs = append(errs, errors.New("brokers must list at least one broker"))
+	}
+	for i, b := range c.Brokers {
+		if strings.TrimSpace(b) == "" {
+			errs = append(errs, fmt.Errorf("brokers[%d] is empty", i))
+		}
+	}
+	if c.Logs.Topic == "" {
+		errs = append(errs, errors.New("logs::topic must be set"))
+	}
+	switch c.Logs.Encoding {
+	case EncodingJSON, EncodingOTLPProto:
+	default:
+		errs = append(errs, fmt.Errorf("logs::encoding must be %s or %s, got %q", EncodingJSON, EncodingOTLPProto, c.Logs.Encoding))
+	}
+	switch c.Producer.RequiredAcks {
+	case 0, 1, -1:
+	default:
+		errs = append(errs, fmt.Errorf("producer::required_acks must be 0, 1, -1 or all, got %d", c.Producer.RequiredAcks))
+	}
+	switch c.Producer.Compression {
+	case CompressionNone, CompressionGzip, CompressionSnappy, CompressionLZ4, CompressionZstd:
+	default:
+		errs = append(errs, fmt.Errorf("producer::compression must be one of none, gzip, snappy, lz4, zstd, got %q", c.Producer.Compression))
+	}
+	if m := c.Producer.MaxMessageBytes; m < minMaxMessageBytes || m > maxMaxMessageBytes {
+		errs = append(errs, fmt.Errorf("producer::max_message_bytes must be between %d and %d, got %d", minMaxMessageBytes, maxMaxMessageBytes, m))
+	}
+	if c.RecordKeyAttribute == "" {
+		errs = append(errs, errors.New("record_key_attribute must be set"))
+	}
+	if s := c.Auth.SASL.Get(); s != nil {
+		switch s.Mechanism {
+		case MechanismPlain, MechanismScramSHA256, MechanismScramSHA512:
+		default:
+			errs = append(errs, fmt.Errorf("auth::sasl::mechanism must be one of %s, %s, %s, got %q", MechanismPlain, MechanismScramSHA256, MechanismScramSHA512, s.Mechanism))
+		}
+		if s.Username == "" {
+			errs = append(errs, errors.New("auth::sasl::username must be set"))
+		}
+		if s.Password == "" {
+			errs = append(errs, errors.New("auth::sasl::password must be set"))
+		}
+	}
+	return errors.Join(errs...)
+}

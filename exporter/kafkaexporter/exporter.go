@@ -1,0 +1,216 @@
+package kafkaexporter // import "github.com/otelcol-policy/otelcol-policy/exporter/kafkaexporter"
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/consumer/consumererror"
+	"go.opentelemetry.io/collector/exporter"
+	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.uber.org/zap"
+
+	"github.com/otelcol-policy/otelcol-policy/exporter/kafkaexporter/internal/metadata"
+)
+
+// maxDistinctErrors bounds the errors quoted in one returned error: a batch of thousands of records failing
+// for one reason should read as one error.
+const maxDistinctErrors = 3
+
+type logsExporter struct {
+	cfg       *Config
+	logger    *zap.Logger
+	telemetry *metadata.TelemetryBuilder
+	client    *kgo.Client
+}
+
+func newLogsExporter(cfg *Config, set exporter.Settings) (*logsExporter, error) {
+	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
+	if err != nil {
+		return nil, err
+	}
+	return &logsExporter{cfg: cfg, logger: set.Logger, telemetry: tb}, nil
+}
+
+// start creates the client. It does not connect: franz-go connects on the first produce, so a collector starts
+// while Kafka is down and its queue holds what arrives meanwhile.
+func (e *logsExporter) start(ctx context.Context, _ component.Host) error {
+	opts, err := clientOptions(ctx, e.cfg, e.logger)
+	if err != nil {
+		return err
+	}
+	cl, err := kgo.NewClient(opts...)
+	if err != nil {
+		return fmt.Errorf("creating the Kafka client: %w", err)
+	}
+	e.client = cl
+	return nil
+}
+
+func (e *logsExporter) shutdown(context.Context) error {
+	if e.client != nil {
+		e.client.Close()
+	}
+	e.telemetry.Shutdown()
+	return nil
+}
+
+// location is a log record's place in the batch, to rebuild the records to retry.
+type location struct{ ri, si, li int }
+
+func compareLocations(a, b location) int {
+	return cmp.Or(cmp.Compare(a.ri, b.ri), cmp.Compare(a.si, b.si), cmp.Compare(a.li, b.li))
+}
+
+type failure struct {
+	loc   location
+	topic string
+	err   error
+}
+
+// consumeLogs produces every record of the batch and returns once Kafka acknowledged all of them or they
+// failed. Only the records that failed with a retryable error are handed back for retry (consumererror.Logs),
+// so a retry does not produce the acknowledged ones again; records that failed permanently are dropped and
+// logged.
+func (e *logsExporter) consumeLogs(ctx context.Context, ld plog.Logs) error {
+	n := ld.LogRecordCount()
+	b := newRecordBuilder(e.cfg)
+	recs := make([]*kgo.Record, 0, n)
+	index := make(map[*kgo.Record]location, n)
+	var failures []failure
+
+	rls := ld.ResourceLogs()
+	for ri := range rls.Len() {
+		rl := rls.At(ri)
+		res := rl.Resource()
+		sls := rl.ScopeLogs()
+		for si := range sls.Len() {
+			sl := sls.At(si)
+			b.startScope(rl, sl)
+			lrs := sl.LogRecords()
+			for li := range lrs.Len() {
+				lr := lrs.At(li)
+				loc := location{ri, si, li}
+				topic := b.topicFor(res, lr)
+				value, err := b.value(res, lr)
+				if err != nil {
+					failures = append(failures, failure{loc, topic, fmt.Errorf("%w: %w", errEncoding, err)})
+					continue
+				}
+				r := &kgo.Record{Topic: topic, Key: b.key(lr), Value: value, Headers: headers(lr)}
+				if size := recordSize(r); size > e.cfg.Producer.MaxMessageBytes {
+					failures = append(failures, failure{loc, topic, fmt.Errorf("%w: %d bytes, producer::max_message_bytes is %d",
+						errRecordTooLarge, size, e.cfg.Producer.MaxMessageBytes)})
+					continue
+				}
+				recs = append(recs, r)
+				index[r] = loc
+			}
+		}
+	}
+
+	var ackBytes int64
+	for _, res := range e.client.ProduceSync(ctx, recs...) {
+		if res.Err != nil {
+			failures = append(failures, failure{index[res.Record], res.Record.Topic, res.Err})
+			continue
+		}
+		ackBytes += int64(recordSize(res.Record))
+	}
+	acked := int64(n - len(failures))
+	e.telemetry.ExporterKafkaRecords.Add(ctx, acked, metric.WithAttributes(attribute.String("outcome", "acknowledged")))
+	e.telemetry.ExporterKafkaRecordBytes.Add(ctx, ackBytes)
+	if len(failures) == 0 {
+		return nil
+	}
+	return e.failed(ctx, ld, failures)
+}
+
+// failed reports the failures and builds the error for exporterhelper.
+func (e *logsExporter) failed(ctx context.Context, ld plog.Logs, failures []failure) error {
+	n := ld.LogRecordCount()
+	var retry []location
+	var retryErrs, permErrs distinctErrors
+	for _, f := range failures {
+		c := classify(f.err)
+		e.telemetry.ExporterKafkaErrors.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", c.reason)))
+		if c.permanent {
+			permErrs.add(c.describe(f.topic, f.err))
+			continue
+		}
+		retryErrs.add(c.describe(f.topic, f.err))
+		retry = append(retry, f.loc)
+	}
+	if permErrs.count > 0 {
+		e.telemetry.ExporterKafkaRecords.Add(ctx, int64(permErrs.count), metric.WithAttributes(attribute.String("outcome", "permanent_failure")))
+	}
+	if len(retry) > 0 {
+		e.telemetry.ExporterKafkaRecords.Add(ctx, int64(len(retry)), metric.WithAttributes(attribute.String("outcome", "retryable_failure")))
+	}
+	if permErrs.count > 0 && len(retry) > 0 {
+		// exporterhelper sees only the retryable error, so the dropped records are reported here.
+		e.logger.Error("Dropping records Kafka cannot accept", zap.Int("dropped_records", permErrs.count),
+			zap.Int("records", n), zap.Error(permErrs.join()))
+	}
+	if len(retry) > 0 {
+		slices.SortFunc(retry, compareLocations)
+		err := fmt.Errorf("%d of %d records not acknowledged by Kafka: %w", len(retry), n, retryErrs.join())
+		return consumererror.NewLogs(err, subset(ld, retry))
+	}
+	return consumererror.NewPermanent(fmt.Errorf("%d of %d records dropped: %w", permErrs.count, n, permErrs.join()))
+}
+
+// subset copies the records at locs, which are sorted, keeping their resources and scopes.
+func subset(ld plog.Logs, locs []location) plog.Logs {
+	out := plog.NewLogs()
+	var rl plog.ResourceLogs
+	var sl plog.ScopeLogs
+	last := location{-1, -1, -1}
+	for _, l := range locs {
+		src := ld.ResourceLogs().At(l.ri)
+		if l.ri != last.ri {
+			rl = out.ResourceLogs().AppendEmpty()
+			src.Resource().CopyTo(rl.Resource())
+			rl.SetSchemaUrl(src.SchemaUrl())
+		}
+		srcScope := src.ScopeLogs().At(l.si)
+		if l.ri != last.ri || l.si != last.si {
+			sl = rl.ScopeLogs().AppendEmpty()
+			srcScope.Scope().CopyTo(sl.Scope())
+			sl.SetSchemaUrl(srcScope.SchemaUrl())
+		}
+		srcScope.LogRecords().At(l.li).CopyTo(sl.LogRecords().AppendEmpty())
+		last = l
+	}
+	return out
+}
+
+// distinctErrors keeps the first few distinct errors of many.
+type distinctErrors struct {
+	errs  []error
+	seen  map[string]bool
+	count int
+}
+
+func (d *distinctErrors) add(err error) {
+	d.count++
+	msg := err.Error()
+	if d.seen[msg] || len(d.errs) == maxDistinctErrors {
+		return
+	}
+	if d.seen == nil {
+		d.seen = make(map[string]bool)
+	}
+	d.seen[msg] = true
+	d.errs = append(d.errs, err)
+}
+
+func (d *distinctErrors) join() error {
+	return errors.Join(d.errs...)
+}

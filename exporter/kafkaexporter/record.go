@@ -1,0 +1,133 @@
+package kafkaexporter // import "github.com/otelcol-policy/otelcol-policy/exporter/kafkaexporter"
+
+import (
+	"fmt"
+
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+	"github.com/otelcol-policy/otelcol-policy/pkg/recordjson"
+)
+
+// recordBuilder turns log records into Kafka records. It is not safe for concurrent use: it reuses a
+// single-record plog.Logs for the otlp_proto encoding.
+type recordBuilder struct {
+	topic     string
+	topicAttr string
+	keyAttr   string
+	encoding  string
+
+	marshaler plog.ProtoMarshaler
+	// single holds one resource, one scope and one record: the otlp_proto value of the record being built.
+	single plog.Logs
+}
+
+func newRecordBuilder(cfg *Config) *recordBuilder {
+	return &recordBuilder{
+		topic:     cfg.Logs.Topic,
+		topicAttr: cfg.TopicFromAttribute,
+		keyAttr:   cfg.RecordKeyAttribute,
+		encoding:  cfg.Logs.Encoding,
+	}
+}
+
+// eventName reads the record's EventName field, falling back to the attribute for producers that set only the
+// attribute.
+func eventName(lr plog.LogRecord) string {
+	if e := lr.EventName(); e != "" {
+		return e
+	}
+	return attrString(lr.Attributes(), policyresult.AttrEventName)
+}
+
+func attrString(m pcommon.Map, name string) string {
+	v, ok := m.Get(name)
+	if !ok {
+		return ""
+	}
+	if v.Type() == pcommon.ValueTypeStr {
+		return v.Str()
+	}
+	return v.AsString()
+}
+
+// key is the record key: the summary key for summaries, which carry no result key, and the configured attribute
+// for everything else. nil (a null key) when the attribute is missing or empty: an empty key would make all such
+// records one key to a compacted topic, which then keeps only the last of them.
+func (b *recordBuilder) key(lr plog.LogRecord) []byte {
+	name := b.keyAttr
+	if eventName(lr) == policyresult.EventSummary {
+		name = policyresult.AttrSummaryKey
+	}
+	if k := attrString(lr.Attributes(), name); k != "" {
+		return []byte(k)
+	}
+	return nil
+}
+
+// topicFor is the value of topic_from_attribute on the record, else on its resource, else logs::topic.
+func (b *recordBuilder) topicFor(res pcommon.Resource, lr plog.LogRecord) string {
+	if b.topicAttr == "" {
+		return b.topic
+	}
+	if t := attrString(lr.Attributes(), b.topicAttr); t != "" {
+		return t
+	}
+	if t := attrString(res.Attributes(), b.topicAttr); t != "" {
+		return t
+	}
+	return b.topic
+}
+
+// headers let a consumer route or filter records without decoding the value.
+func headers(lr plog.LogRecord) []kgo.RecordHeader {
+	hs := make([]kgo.RecordHeader, 0, 2)
+	if e := eventName(lr); e != "" {
+		hs = append(hs, kgo.RecordHeader{Key: policyresult.AttrEventName, Value: []byte(e)})
+	}
+	if s := attrString(lr.Attributes(), policyresult.AttrSource); s != "" {
+		hs = append(hs, kgo.RecordHeader{Key: policyresult.AttrSource, Value: []byte(s)})
+	}
+	return hs
+}
+
+// startScope prepares the otlp_proto encoding of the records of one scope: their resource and scope are copied
+// once, and value replaces only the record.
+func (b *recordBuilder) startScope(rl plog.ResourceLogs, sl plog.ScopeLogs) {
+	if b.encoding != EncodingOTLPProto {
+		return
+	}
+	b.single = plog.NewLogs()
+	srl := b.single.ResourceLogs().AppendEmpty()
+	rl.Resource().CopyTo(srl.Resource())
+	srl.SetSchemaUrl(rl.SchemaUrl())
+	ssl := srl.ScopeLogs().AppendEmpty()
+	sl.Scope().CopyTo(ssl.Scope())
+	ssl.SetSchemaUrl(sl.SchemaUrl())
+	ssl.LogRecords().AppendEmpty()
+}
+
+// value encodes lr, of the scope last passed to startScope.
+func (b *recordBuilder) value(res pcommon.Resource, lr plog.LogRecord) ([]byte, error) {
+	if b.encoding == EncodingOTLPProto {
+		lr.CopyTo(b.single.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0))
+		buf, err := b.marshaler.MarshalLogs(b.single)
+		if err != nil {
+			return nil, fmt.Errorf("encoding a log record as OTLP protobuf: %w", err)
+		}
+		return buf, nil
+	}
+	return recordjson.Append(nil, res, lr), nil
+}
+
+// recordSize approximates what a record adds to a batch before compression, without the few bytes of varint
+// framing, which franz-go's own check covers.
+func recordSize(r *kgo.Record) int {
+	n := len(r.Key) + len(r.Value)
+	for _, h := range r.Headers {
+		n += len(h.Key) + len(h.Value)
+	}
+	return n
+}

@@ -1,0 +1,150 @@
+package kafkaexporter
+
+import (
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/twmb/franz-go/pkg/kerr"
+	"github.com/twmb/franz-go/pkg/kgo"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+)
+
+func TestRecordKeyTopicAndHeaders(t *testing.T) {
+	const topicAttr = "kafka.topic"
+	for _, tt := range []struct {
+		name        string
+		keyAttr     string
+		record      func(lr plog.LogRecord)
+		resource    func(res pcommon.Resource)
+		wantKey     []byte
+		wantTopic   string
+		wantHeaders []kgo.RecordHeader
+	}{
+		{
+			name: "result keyed by result key",
+			record: func(lr plog.LogRecord) {
+				lr.SetEventName(policyresult.EventResult)
+				lr.Attributes().PutStr(policyresult.AttrResultKey, "rk")
+				lr.Attributes().PutStr(policyresult.AttrSummaryKey, "sk")
+				lr.Attributes().PutStr(policyresult.AttrSource, "kyverno")
+			},
+			wantKey:   []byte("rk"),
+			wantTopic: "default",
+			wantHeaders: []kgo.RecordHeader{
+				{Key: policyresult.AttrEventName, Value: []byte(policyresult.EventResult)},
+				{Key: policyresult.AttrSource, Value: []byte("kyverno")},
+			},
+		},
+		{
+			name: "summary keyed by summary key, event name from the attribute",
+			record: func(lr plog.LogRecord) {
+				lr.Attributes().PutStr(policyresult.AttrEventName, policyresult.EventSummary)
+				lr.Attributes().PutStr(policyresult.AttrResultKey, "rk")
+				lr.Attributes().PutStr(policyresult.AttrSummaryKey, "sk")
+			},
+			wantKey:     []byte("sk"),
+			wantTopic:   "default",
+			wantHeaders: []kgo.RecordHeader{{Key: policyresult.AttrEventName, Value: []byte(policyresult.EventSummary)}},
+		},
+		{
+			name: "decision without the key attribute has a null key",
+			record: func(lr plog.LogRecord) {
+				lr.SetEventName(policyresult.EventDecision)
+				lr.Attributes().PutStr(policyresult.AttrDecisionID, "d1")
+			},
+			wantTopic:   "default",
+			wantHeaders: []kgo.RecordHeader{{Key: policyresult.AttrEventName, Value: []byte(policyresult.EventDecision)}},
+		},
+		{
+			name:    "configured key attribute, non-string value",
+			keyAttr: "n",
+			record:  func(lr plog.LogRecord) { lr.Attributes().PutInt("n", 42) },
+			wantKey: []byte("42"), wantTopic: "default", wantHeaders: []kgo.RecordHeader{},
+		},
+		{
+			name:      "empty key attribute is a null key",
+			record:    func(lr plog.LogRecord) { lr.Attributes().PutStr(policyresult.AttrResultKey, "") },
+			wantTopic: "default", wantHeaders: []kgo.RecordHeader{},
+		},
+		{
+			name:      "topic from the record wins over the resource",
+			record:    func(lr plog.LogRecord) { lr.Attributes().PutStr(topicAttr, "from-record") },
+			resource:  func(res pcommon.Resource) { res.Attributes().PutStr(topicAttr, "from-resource") },
+			wantTopic: "from-record", wantHeaders: []kgo.RecordHeader{},
+		},
+		{
+			name:      "topic from the resource",
+			record:    func(plog.LogRecord) {},
+			resource:  func(res pcommon.Resource) { res.Attributes().PutStr(topicAttr, "from-resource") },
+			wantTopic: "from-resource", wantHeaders: []kgo.RecordHeader{},
+		},
+		{
+			name:      "empty topic attribute falls back",
+			record:    func(lr plog.LogRecord) { lr.Attributes().PutStr(topicAttr, "") },
+			wantTopic: "default", wantHeaders: []kgo.RecordHeader{},
+		},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := createDefaultConfig().(*Config)
+			cfg.Logs.Topic = "default"
+			cfg.TopicFromAttribute = topicAttr
+			if tt.keyAttr != "" {
+				cfg.RecordKeyAttribute = tt.keyAttr
+			}
+			b := newRecordBuilder(cfg)
+			res := pcommon.NewResource()
+			if tt.resource != nil {
+				tt.resource(res)
+			}
+			lr := plog.NewLogRecord()
+			tt.record(lr)
+			assert.Equal(t, tt.wantKey, b.key(lr))
+			assert.Equal(t, tt.wantTopic, b.topicFor(res, lr))
+			assert.Equal(t, tt.wantHeaders, headers(lr))
+		})
+	}
+}
+
+func TestClassify(t *testing.T) {
+	for _, tt := range []struct {
+		err       error
+		permanent bool
+		reason    string
+	}{
+		{fmt.Errorf("%w: 2000 bytes", errRecordTooLarge), true, reasonTooLarge},
+		{kerr.MessageTooLarge, true, reasonTooLarge},
+		{kerr.RecordListTooLarge, true, reasonTooLarge},
+		{kerr.TopicAuthorizationFailed, true, reasonAuthorization},
+		{kerr.ClusterAuthorizationFailed, true, reasonAuthorization},
+		{kerr.SaslAuthenticationFailed, true, reasonAuthentication},
+		{fmt.Errorf("%w, last err: %w", kgo.ErrRecordTimeout, kerr.SaslAuthenticationFailed), true, reasonAuthentication},
+		{kerr.InvalidTopicException, true, reasonTopic},
+		{kerr.UnknownTopicOrPartition, true, reasonTopic},
+		{kerr.InvalidRecord, true, reasonOther},
+		{fmt.Errorf("%w: bad", errEncoding), true, reasonOther},
+		{kerr.NotEnoughReplicas, false, reasonUnavailable},
+		{kerr.RequestTimedOut, false, reasonUnavailable},
+		{kerr.NotLeaderForPartition, false, reasonUnavailable},
+		{kgo.ErrRecordTimeout, false, reasonUnavailable},
+		{fmt.Errorf("%w, last err: %w", kgo.ErrRecordTimeout, kerr.NotEnoughReplicas), false, reasonUnavailable},
+		{kgo.ErrClientClosed, false, reasonUnavailable},
+		{errors.New("dial tcp 127.0.0.1:1: connect: connection refused"), false, reasonUnavailable},
+	} {
+		t.Run(tt.err.Error(), func(t *testing.T) {
+			c := classify(tt.err)
+			assert.Equal(t, tt.permanent, c.permanent)
+			assert.Equal(t, tt.reason, c.reason)
+		})
+	}
+}
+
+func TestDescribeNamesTopic(t *testing.T) {
+	err := classify(kerr.TopicAuthorizationFailed).describe("secret-results", kerr.TopicAuthorizationFailed)
+	assert.Equal(t, `topic "secret-results": not authorized to write the topic: `+kerr.TopicAuthorizationFailed.Error(), err.Error())
+	assert.ErrorIs(t, err, kerr.TopicAuthorizationFailed)
+}
