@@ -11,6 +11,15 @@ TOOLS_BIN := $(CACHE_DIR)/bin
 OCB_VERSION := v0.161.0
 OCB         := $(TOOLS_BIN)/builder-$(OCB_VERSION)
 
+# protoc from Debian's protobuf-compiler; the Go plugins at the versions go.mod's protobuf and grpc match.
+PROTOC_GEN_GO_VERSION      := v1.36.12
+PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
+PROTOC_PLUGINS := $(TOOLS_BIN)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION)/protoc-gen-go \
+                  $(TOOLS_BIN)/protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION)/protoc-gen-go-grpc
+PROTOS := $(shell find proto -name '*.proto' 2>/dev/null)
+empty :=
+space := $(empty) $(empty)
+
 DIST        := otelcol-policy
 BIN         := bin/$(DIST)
 BUILD_DIR   := _build/$(DIST)
@@ -70,9 +79,20 @@ lint:
 	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
 	$(GO) vet ./...
 
-## generate: regenerate the committed generated code (mdatagen, from the tools module in internal/tools)
-generate:
+$(TOOLS_BIN)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION)/protoc-gen-go:
+	GOBIN=$(dir $@) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)
+
+$(TOOLS_BIN)/protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION)/protoc-gen-go-grpc:
+	GOBIN=$(dir $@) $(GO) install google.golang.org/grpc/cmd/protoc-gen-go-grpc@$(PROTOC_GEN_GO_GRPC_VERSION)
+
+## generate: regenerate the committed generated code: mdatagen (from the tools module in internal/tools) for
+## every metadata.yaml, protoc for every .proto under proto/
+generate: $(PROTOC_PLUGINS)
 	for m in $(METADATA); do (cd internal/tools && $(GO) tool mdatagen $(CURDIR)/$$m); done
+	command -v protoc >/dev/null || hack/apt-install.sh protobuf-compiler
+	PATH=$(subst $(space),:,$(dir $(PROTOC_PLUGINS))):$$PATH protoc -I proto -I /usr/include \
+	  --go_out=. --go_opt=module=github.com/otelcol-policy/otelcol-policy \
+	  --go-grpc_out=. --go-grpc_opt=module=github.com/otelcol-policy/otelcol-policy $(PROTOS)
 
 clean:
 	rm -rf bin _build

@@ -18,8 +18,7 @@ as_root() {
 install_etcd() {
   if command -v etcd >/dev/null 2>&1 || [[ -x /usr/bin/etcd ]]; then return; fi
   log "installing etcd-server (apt)"
-  as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q etcd-server >/dev/null ||
-    { as_root apt-get update -q >/dev/null && as_root env DEBIAN_FRONTEND=noninteractive apt-get install -y -q etcd-server >/dev/null; }
+  "$(dirname "$0")/apt-install.sh" etcd-server
   # The package starts a system etcd on 2379; the tests run their own on free ports.
   as_root systemctl stop etcd >/dev/null 2>&1 || true
   as_root systemctl disable etcd >/dev/null 2>&1 || true

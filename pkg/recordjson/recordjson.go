@@ -113,6 +113,10 @@ func appendTime(dst []byte, ts pcommon.Timestamp) []byte {
 	return append(dst, '"')
 }
 
+// AppendValue appends v as JSON, in the encoding of the line's values: map keys in their order, bytes as
+// base64, non-finite doubles as strings.
+func AppendValue(dst []byte, v pcommon.Value) []byte { return appendValue(dst, v) }
+
 // appendValue writes v as the JSON value of its type: bytes as base64, non-finite doubles as strings (JSON has
 // no NaN), an empty value as null.
 func appendValue(dst []byte, v pcommon.Value) []byte {
