@@ -41,18 +41,21 @@ $(OCB):
 
 tools: $(OCB)
 
-## build: generate the distribution with OCB from builder-config.yaml and copy the binary to bin/
+## build: generate the distribution with OCB from builder-config.yaml and copy the binary to bin/; build the
+## results server (cmd/results-server) to bin/results-server
 build: $(OCB)
 	mkdir -p $(BUILD_DIR)
 	$(OCB) --config builder-config.yaml
 	mkdir -p bin
 	cp $(BUILD_DIR)/$(DIST) $(BIN)
+	$(GO) build -o bin/results-server ./cmd/results-server
 
 ## run: build, then run the collector on the embedded default config (writes under ./data/)
 run: build
 	$(BIN) --config $(CONFIG)
 
-## test-servers: install or build the real servers the integration tests start (etcd, kube-apiserver, OPA, MinIO), cached
+## test-servers: install or build the real servers the integration tests start (etcd, kube-apiserver, OPA, MinIO,
+## PostgreSQL), cached
 test-servers:
 	CACHE_DIR=$(CACHE_DIR) hack/test-servers.sh
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Installs or builds the real servers the integration tests start, caching them outside the repository.
-# Prints nothing but errors when everything is already cached. Usage: hack/test-servers.sh [etcd|kube-apiserver|opa|minio]...
+# Prints nothing but errors when everything is already cached. Usage: hack/test-servers.sh [etcd|kube-apiserver|opa|minio|postgres]...
 set -euo pipefail
 
 CACHE_DIR=${CACHE_DIR:-$HOME/.cache/otelcol-policy}
@@ -89,13 +89,31 @@ install_minio() {
   done
 }
 
-[[ $# -gt 0 ]] || set -- etcd kube-apiserver opa minio
+# PostgreSQL from Debian's postgresql package, for the results server's store tests (internal/pgtest runs initdb
+# and postgres from /usr/lib/postgresql/<version>/bin itself, on a free port).
+install_postgres() {
+  if compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null; then return; fi
+  log "installing postgresql (apt)"
+  "$(dirname "$0")/apt-install.sh" postgresql
+  # The package creates and starts a system cluster on 5432; the tests run their own on free ports.
+  as_root systemctl stop postgresql >/dev/null 2>&1 || true
+  as_root systemctl disable postgresql >/dev/null 2>&1 || true
+  # Without systemd (containers) the package starts the cluster through pg_ctlcluster.
+  if command -v pg_lsclusters >/dev/null 2>&1; then
+    pg_lsclusters --no-header 2>/dev/null | while read -r ver name _; do
+      as_root pg_ctlcluster "$ver" "$name" stop >/dev/null 2>&1 || true
+    done
+  fi
+}
+
+[[ $# -gt 0 ]] || set -- etcd kube-apiserver opa minio postgres
 for s in "$@"; do
   case $s in
     etcd) install_etcd ;;
     kube-apiserver) build_kube_apiserver ;;
     opa) install_opa ;;
     minio) install_minio ;;
+    postgres) install_postgres ;;
     *) log "unknown server $s"; exit 2 ;;
   esac
 done

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/otelcol-policy/otelcol-policy/exporter/kafkaexporter/internal/metadata"
+	"github.com/otelcol-policy/otelcol-policy/internal/logsubset"
 )
 
 // maxDistinctErrors bounds the errors quoted in one returned error: a batch of thousands of records failing
@@ -61,15 +62,12 @@ func (e *logsExporter) shutdown(context.Context) error {
 	return nil
 }
 
-// location is a log record's place in the batch, to rebuild the records to retry.
-type location struct{ ri, si, li int }
-
-func compareLocations(a, b location) int {
-	return cmp.Or(cmp.Compare(a.ri, b.ri), cmp.Compare(a.si, b.si), cmp.Compare(a.li, b.li))
+func compareLocations(a, b logsubset.Location) int {
+	return cmp.Or(cmp.Compare(a.RI, b.RI), cmp.Compare(a.SI, b.SI), cmp.Compare(a.LI, b.LI))
 }
 
 type failure struct {
-	loc   location
+	loc   logsubset.Location
 	topic string
 	err   error
 }
@@ -82,7 +80,7 @@ func (e *logsExporter) consumeLogs(ctx context.Context, ld plog.Logs) error {
 	n := ld.LogRecordCount()
 	b := newRecordBuilder(e.cfg)
 	recs := make([]*kgo.Record, 0, n)
-	index := make(map[*kgo.Record]location, n)
+	index := make(map[*kgo.Record]logsubset.Location, n)
 	var failures []failure
 
 	rls := ld.ResourceLogs()
@@ -96,7 +94,7 @@ func (e *logsExporter) consumeLogs(ctx context.Context, ld plog.Logs) error {
 			lrs := sl.LogRecords()
 			for li := range lrs.Len() {
 				lr := lrs.At(li)
-				loc := location{ri, si, li}
+				loc := logsubset.Location{RI: ri, SI: si, LI: li}
 				topic := b.topicFor(res, lr)
 				value, err := b.value(res, lr)
 				if err != nil {
@@ -135,7 +133,7 @@ func (e *logsExporter) consumeLogs(ctx context.Context, ld plog.Logs) error {
 // failed reports the failures and builds the error for exporterhelper.
 func (e *logsExporter) failed(ctx context.Context, ld plog.Logs, failures []failure) error {
 	n := ld.LogRecordCount()
-	var retry []location
+	var retry []logsubset.Location
 	var retryErrs, permErrs distinctErrors
 	for _, f := range failures {
 		c := classify(f.err)
@@ -161,34 +159,9 @@ func (e *logsExporter) failed(ctx context.Context, ld plog.Logs, failures []fail
 	if len(retry) > 0 {
 		slices.SortFunc(retry, compareLocations)
 		err := fmt.Errorf("%d of %d records not acknowledged by Kafka: %w", len(retry), n, retryErrs.join())
-		return consumererror.NewLogs(err, subset(ld, retry))
+		return consumererror.NewLogs(err, logsubset.Subset(ld, retry))
 	}
 	return consumererror.NewPermanent(fmt.Errorf("%d of %d records dropped: %w", permErrs.count, n, permErrs.join()))
-}
-
-// subset copies the records at locs, which are sorted, keeping their resources and scopes.
-func subset(ld plog.Logs, locs []location) plog.Logs {
-	out := plog.NewLogs()
-	var rl plog.ResourceLogs
-	var sl plog.ScopeLogs
-	last := location{-1, -1, -1}
-	for _, l := range locs {
-		src := ld.ResourceLogs().At(l.ri)
-		if l.ri != last.ri {
-			rl = out.ResourceLogs().AppendEmpty()
-			src.Resource().CopyTo(rl.Resource())
-			rl.SetSchemaUrl(src.SchemaUrl())
-		}
-		srcScope := src.ScopeLogs().At(l.si)
-		if l.ri != last.ri || l.si != last.si {
-			sl = rl.ScopeLogs().AppendEmpty()
-			srcScope.Scope().CopyTo(sl.Scope())
-			sl.SetSchemaUrl(srcScope.SchemaUrl())
-		}
-		srcScope.LogRecords().At(l.li).CopyTo(sl.LogRecords().AppendEmpty())
-		last = l
-	}
-	return out
 }
 
 // distinctErrors keeps the first few distinct errors of many.

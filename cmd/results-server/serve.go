@@ -1,0 +1,221 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"crypto/tls"
+	"crypto/x509"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials"
+
+	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver"
+)
+
+// DefaultDB is where serve and fleet keep results when --db is not given.
+const DefaultDB = "sqlite://./data/results.db"
+
+// shutdownTimeout bounds how long a stopping server waits for requests in flight.
+const shutdownTimeout = 10 * time.Second
+
+type serveOptions struct {
+	listen, db, tokenFile, tlsCert, tlsKey, clientCA, httpListen, logLevel string
+}
+
+func parseServeFlags(args []string, stderr io.Writer) (serveOptions, error) {
+	var o serveOptions
+	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.StringVar(&o.listen, "listen", "", "gRPC listen address, host:port (required)")
+	fs.StringVar(&o.db, "db", DefaultDB, "database: sqlite:///abs/path.db, sqlite://./rel.db or postgres://user:pass@host:port/db?sslmode=disable")
+	fs.StringVar(&o.tokenFile, "token-file", "", "file of accepted bearer tokens, one per line (# comments and blank lines ignored)")
+	fs.StringVar(&o.tlsCert, "tls-cert", "", "TLS certificate file (PEM); with --tls-key, serves TLS")
+	fs.StringVar(&o.tlsKey, "tls-key", "", "TLS private key file (PEM)")
+	fs.StringVar(&o.clientCA, "client-ca", "", "CA file (PEM) client certificates must chain to: mutual TLS")
+	fs.StringVar(&o.httpListen, "http-listen", "", "fleet view HTTP listen address, host:port (off when empty)")
+	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	if err := parseFlags(fs, args); err != nil {
+		return serveOptions{}, err
+	}
+	switch {
+	case o.listen == "":
+		return serveOptions{}, usageError{errors.New("serve: --listen is required")}
+	case o.db == "":
+		return serveOptions{}, usageError{errors.New("serve: --db must not be empty")}
+	case (o.tlsCert == "") != (o.tlsKey == ""):
+		return serveOptions{}, usageError{errors.New("serve: --tls-cert and --tls-key go together")}
+	case o.clientCA != "" && o.tlsCert == "":
+		return serveOptions{}, usageError{errors.New("serve: --client-ca needs --tls-cert and --tls-key")}
+	}
+	if _, err := zapcore.ParseLevel(o.logLevel); err != nil {
+		return serveOptions{}, usageError{fmt.Errorf("serve: --log-level: %w", err)}
+	}
+	return o, nil
+}
+
+func newLogger(w io.Writer, level string) (*zap.Logger, error) {
+	lvl, err := zapcore.ParseLevel(level)
+	if err != nil {
+		return nil, err
+	}
+	enc := zap.NewProductionEncoderConfig()
+	enc.EncodeTime = zapcore.ISO8601TimeEncoder
+	return zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(zapcore.AddSync(w)), lvl)), nil
+}
+
+// readTokens reads a token file: one token per line, surrounding space trimmed, blank lines and lines starting
+// with # ignored.
+func readTokens(path string) ([]string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var tokens []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		tokens = append(tokens, line)
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(tokens) == 0 {
+		// An empty file would silently turn authentication off.
+		return nil, fmt.Errorf("%s has no tokens", path)
+	}
+	return tokens, nil
+}
+
+// tlsConfig is nil without --tls-cert; with --client-ca, clients must present a certificate it signed.
+func tlsConfig(o serveOptions) (*tls.Config, error) {
+	if o.tlsCert == "" {
+		return nil, nil
+	}
+	cert, err := tls.LoadX509KeyPair(o.tlsCert, o.tlsKey)
+	if err != nil {
+		return nil, fmt.Errorf("TLS certificate: %w", err)
+	}
+	cfg := &tls.Config{Certificates: []tls.Certificate{cert}, MinVersion: tls.VersionTLS12}
+	if o.clientCA != "" {
+		pem, err := os.ReadFile(o.clientCA)
+		if err != nil {
+			return nil, fmt.Errorf("client CA: %w", err)
+		}
+		pool := x509.NewCertPool()
+		if !pool.AppendCertsFromPEM(pem) {
+			return nil, fmt.Errorf("client CA %s: no PEM certificate", o.clientCA)
+		}
+		cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	}
+	return cfg, nil
+}
+
+// serve runs the servers until ctx is done, then stops them gracefully: requests in flight finish (for at most
+// shutdownTimeout), so a collector's last batch is either stored and acknowledged or refused and retried.
+func serve(ctx context.Context, o serveOptions, logger *zap.Logger) error {
+	var tokens []string
+	if o.tokenFile != "" {
+		var err error
+		if tokens, err = readTokens(o.tokenFile); err != nil {
+			return fmt.Errorf("token file: %w", err)
+		}
+	}
+	tlsCfg, err := tlsConfig(o)
+	if err != nil {
+		return err
+	}
+	srv, err := resultsserver.Open(ctx, resultsserver.Config{DB: o.db, Tokens: tokens, Logger: logger})
+	if err != nil {
+		return err
+	}
+	defer srv.Close()
+
+	var opts []grpc.ServerOption
+	if tlsCfg != nil {
+		opts = append(opts, grpc.Creds(credentials.NewTLS(tlsCfg)))
+	}
+	gs := srv.GRPCServer(opts...)
+	lis, err := net.Listen("tcp", o.listen)
+	if err != nil {
+		return err
+	}
+	var hs *http.Server
+	var hlis net.Listener
+	if o.httpListen != "" {
+		if hlis, err = net.Listen("tcp", o.httpListen); err != nil {
+			lis.Close()
+			return err
+		}
+		hs = &http.Server{Handler: srv.HTTPHandler(), ReadHeaderTimeout: 10 * time.Second, TLSConfig: tlsCfg,
+			ErrorLog: zap.NewStdLog(logger.Named("http"))}
+	}
+
+	security := "plaintext"
+	switch {
+	case tlsCfg != nil && tlsCfg.ClientCAs != nil:
+		security = "mutual TLS"
+	case tlsCfg != nil:
+		security = "TLS"
+	}
+	if tlsCfg == nil && len(tokens) > 0 {
+		logger.Warn("bearer tokens over plaintext: anyone on the network path can read them; use --tls-cert and --tls-key")
+	}
+	if tlsCfg == nil && len(tokens) == 0 {
+		logger.Warn("no TLS and no tokens: any client that reaches the port can forward results")
+	}
+	logger.Info("serving", zap.String("grpc", lis.Addr().String()), zap.String("security", security),
+		zap.Int("tokens", len(tokens)), zap.String("http", o.httpListen))
+
+	errc := make(chan error, 2)
+	go func() { errc <- gs.Serve(lis) }()
+	if hs != nil {
+		go func() {
+			var err error
+			if tlsCfg != nil {
+				err = hs.ServeTLS(hlis, "", "")
+			} else {
+				err = hs.Serve(hlis)
+			}
+			if errors.Is(err, http.ErrServerClosed) {
+				err = nil
+			}
+			errc <- err
+		}()
+	}
+
+	var serveErr error
+	select {
+	case <-ctx.Done():
+		logger.Info("shutting down")
+	case serveErr = <-errc:
+		logger.Error("server failed, shutting down", zap.Error(serveErr))
+	}
+	stopped := make(chan struct{})
+	go func() { gs.GracefulStop(); close(stopped) }()
+	sctx, cancel := context.WithTimeout(context.Background(), shutdownTimeout)
+	defer cancel()
+	if hs != nil {
+		_ = hs.Shutdown(sctx)
+	}
+	select {
+	case <-stopped:
+	case <-sctx.Done():
+		gs.Stop()
+	}
+	return serveErr
+}

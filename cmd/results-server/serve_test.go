@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/status"
+
+	"github.com/otelcol-policy/otelcol-policy/internal/freeport"
+	"github.com/otelcol-policy/otelcol-policy/internal/resultsapi"
+	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver/testcerts"
+	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+	pb "github.com/otelcol-policy/otelcol-policy/proto/policyresults/v1"
+)
+
+func TestParseServeFlags(t *testing.T) {
+	tests := []struct {
+		args    []string
+		want    serveOptions
+		wantErr string
+	}{{
+		args: []string{"--listen", ":7443"},
+		want: serveOptions{listen: ":7443", db: DefaultDB, logLevel: "info"},
+	}, {
+		args: []string{"--listen", "127.0.0.1:7443", "--db", "postgres://u:p@db:5432/results?sslmode=disable",
+			"--token-file", "tokens", "--tls-cert", "c.pem", "--tls-key", "k.pem", "--client-ca", "ca.pem",
+			"--http-listen", ":8080", "--log-level", "debug"},
+		want: serveOptions{listen: "127.0.0.1:7443", db: "postgres://u:p@db:5432/results?sslmode=disable",
+			tokenFile: "tokens", tlsCert: "c.pem", tlsKey: "k.pem", clientCA: "ca.pem", httpListen: ":8080", logLevel: "debug"},
+	}, {
+		args: []string{"-listen=:1", "-db=sqlite:///var/lib/results.db"},
+		want: serveOptions{listen: ":1", db: "sqlite:///var/lib/results.db", logLevel: "info"},
+	},
+		{args: []string{}, wantErr: "serve: --listen is required"},
+		{args: []string{"--listen", ":1", "--db", ""}, wantErr: "serve: --db must not be empty"},
+		{args: []string{"--listen", ":1", "--tls-cert", "c.pem"}, wantErr: "serve: --tls-cert and --tls-key go together"},
+		{args: []string{"--listen", ":1", "--tls-key", "k.pem"}, wantErr: "serve: --tls-cert and --tls-key go together"},
+		{args: []string{"--listen", ":1", "--client-ca", "ca.pem"}, wantErr: "serve: --client-ca needs --tls-cert and --tls-key"},
+		{args: []string{"--listen", ":1", "--log-level", "loud"}, wantErr: `serve: --log-level: unrecognized level: "loud"`},
+		{args: []string{"--listen", ":1", "extra"}, wantErr: `serve: unexpected argument "extra"`},
+		{args: []string{"--listen", ":1", "--port", "1"}, wantErr: "flag provided but not defined: -port"},
+	}
+	for _, tt := range tests {
+		got, err := parseServeFlags(tt.args, io.Discard)
+		if tt.wantErr != "" {
+			assert.EqualError(t, err, tt.wantErr, "%v", tt.args)
+			var ue usageError
+			assert.True(t, errors.As(err, &ue), "a usage error: %v", tt.args)
+			continue
+		}
+		require.NoError(t, err, "%v", tt.args)
+		assert.Equal(t, tt.want, got, "%v", tt.args)
+	}
+}
+
+func TestReadTokens(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "tokens")
+	require.NoError(t, os.WriteFile(path, []byte("# collectors\nfirst\n\n  second  \n#third\n"), 0o600))
+	tokens, err := readTokens(path)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"first", "second"}, tokens)
+
+	require.NoError(t, os.WriteFile(path, []byte("# none yet\n\n"), 0o600))
+	_, err = readTokens(path)
+	assert.EqualError(t, err, path+" has no tokens")
+	_, err = readTokens(filepath.Join(dir, "missing"))
+	assert.ErrorIs(t, err, os.ErrNotExist)
+}
+
+func TestRunUsage(t *testing.T) {
+	for _, args := range [][]string{nil, {"start"}} {
+		err := run(context.Background(), args, io.Discard, io.Discard)
+		var ue usageError
+		assert.True(t, errors.As(err, &ue), "%v: %v", args, err)
+	}
+	assert.ErrorIs(t, run(context.Background(), []string{"serve", "-h"}, io.Discard, io.Discard), flag.ErrHelp)
+}
+
+func sampleResult(cluster string) *pb.Result {
+	r := policyresult.Result{Cluster: cluster, Source: "kyverno", Policy: "require-labels", Rule: "check-team",
+		Outcome: policyresult.OutcomeFail, Severity: policyresult.SeverityHigh, Message: "label team missing",
+		Resource: policyresult.Resource{APIVersion: "v1", Kind: "Pod", Namespace: "shop", Name: "cart"},
+		State:    policyresult.StateNew}
+	return resultsapi.FromResult(&r)
+}
+
+// TestServe runs serve in-process as the command line configures it, with TLS or mutual TLS files and a token
+// file, and forwards through a real gRPC client.
+func TestServe(t *testing.T) {
+	certs := testcerts.New(t)
+	for _, mutual := range []bool{false, true} {
+		t.Run(map[bool]string{false: "tls", true: "mutual tls"}[mutual], func(t *testing.T) {
+			dir := t.TempDir()
+			files := certs.Write(t, dir)
+			tokenFile := filepath.Join(dir, "tokens")
+			require.NoError(t, os.WriteFile(tokenFile, []byte("# the test collector\ncollector-secret\n"), 0o600))
+			ports, err := freeport.Ports(2)
+			require.NoError(t, err)
+			addr, httpAddr := "127.0.0.1:"+strconv.Itoa(ports[0]), "127.0.0.1:"+strconv.Itoa(ports[1])
+			args := []string{"--listen", addr, "--http-listen", httpAddr, "--db", "sqlite://" + filepath.Join(dir, "data", "results.db"),
+				"--token-file", tokenFile, "--tls-cert", files.ServerCert, "--tls-key", files.ServerKey}
+			if mutual {
+				args = append(args, "--client-ca", files.CA)
+			}
+			o, err := parseServeFlags(args, io.Discard)
+			require.NoError(t, err)
+
+			ctx, cancel := context.WithCancel(context.Background())
+			done := make(chan error, 1)
+			go func() { done <- serve(ctx, o, zap.NewNop()) }()
+			defer func() {
+				cancel()
+				select {
+				case err := <-done:
+					assert.NoError(t, err, "a graceful stop")
+				case <-time.After(20 * time.Second):
+					t.Error("serve did not stop")
+				}
+			}()
+
+			conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(certs.ClientTLS(t, mutual))))
+			require.NoError(t, err)
+			defer conn.Close()
+			client := pb.NewResultForwarderClient(conn)
+			forward := func(token string) (*pb.ForwardResponse, error) {
+				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+				defer cancel()
+				ctx = metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+token)
+				// Waits for the server to listen instead of failing while it starts.
+				return client.Forward(ctx, &pb.ForwardRequest{Results: []*pb.Result{sampleResult("east")}},
+					grpc.WaitForReady(true))
+			}
+			_, err = forward("wrong")
+			assert.Equal(t, codes.Unauthenticated, status.Code(err), "%v", err)
+			resp, err := forward("collector-secret")
+			require.NoError(t, err)
+			assert.Equal(t, uint32(1), resp.GetAccepted())
+			assert.FileExists(t, filepath.Join(dir, "data", "results.db"), "the database directory is created")
+
+			hc := &http.Client{Transport: &http.Transport{TLSClientConfig: certs.ClientTLS(t, mutual)}}
+			defer hc.CloseIdleConnections()
+			req, err := http.NewRequest(http.MethodGet, "https://"+httpAddr+"/v1/fleet", nil)
+			require.NoError(t, err)
+			req.Header.Set("Authorization", "Bearer collector-secret")
+			hresp, err := hc.Do(req)
+			require.NoError(t, err)
+			defer hresp.Body.Close()
+			var view struct {
+				Clusters []map[string]any `json:"clusters"`
+			}
+			require.Equal(t, http.StatusOK, hresp.StatusCode)
+			require.NoError(t, json.NewDecoder(hresp.Body).Decode(&view))
+			assert.Equal(t, []map[string]any{{"cluster": "east", "pass": 0.0, "fail": 1.0, "warn": 0.0, "error": 0.0,
+				"skip": 0.0, "total": 1.0}}, view.Clusters)
+
+			if mutual {
+				noCert, err := grpc.NewClient(addr, grpc.WithTransportCredentials(credentials.NewTLS(certs.ClientTLS(t, false))))
+				require.NoError(t, err)
+				defer noCert.Close()
+				ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(context.Background(),
+					"authorization", "Bearer collector-secret"), 10*time.Second)
+				defer cancel()
+				_, err = pb.NewResultForwarderClient(noCert).Forward(ctx, &pb.ForwardRequest{Results: []*pb.Result{sampleResult("west")}})
+				assert.Equal(t, codes.Unavailable, status.Code(err), "a client without a certificate: %v", err)
+				_, err = (&http.Client{Transport: &http.Transport{TLSClientConfig: certs.ClientTLS(t, false)}}).Do(req)
+				assert.Error(t, err, "the fleet view also needs a client certificate")
+			}
+		})
+	}
+}
+
+func TestServeFailsEarly(t *testing.T) {
+	dir := t.TempDir()
+	taken, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	defer taken.Close()
+	empty := filepath.Join(dir, "tokens")
+	require.NoError(t, os.WriteFile(empty, []byte("\n"), 0o600))
+	for _, tt := range []struct {
+		o       serveOptions
+		wantErr string
+	}{
+		{serveOptions{listen: "127.0.0.1:0", db: "sqlite://" + dir + "/r.db", tokenFile: empty}, "token file: " + empty + " has no tokens"},
+		{serveOptions{listen: "127.0.0.1:0", db: "sqlite://" + dir + "/r.db", tlsCert: dir + "/c.pem", tlsKey: dir + "/k.pem"}, "TLS certificate: open " + dir + "/c.pem: no such file or directory"},
+		{serveOptions{listen: "127.0.0.1:0", db: "mysql://x"}, "resultsserver: database mysql://x: want a sqlite:// or postgres:// DSN"},
+		{serveOptions{listen: taken.Addr().String(), db: "sqlite://" + dir + "/r.db"}, "address already in use"},
+	} {
+		err := serve(context.Background(), tt.o, zap.NewNop())
+		assert.ErrorContains(t, err, tt.wantErr, "%+v", tt.o)
+	}
+}

@@ -1,0 +1,248 @@
+// Package pgtest runs a real PostgreSQL server for integration tests: Debian's postgresql package (installed by
+// hack/test-servers.sh), initialised in a temporary directory and listening on a free loopback port, so that
+// tests exercise PostgreSQL's real SQL, locking and errors.
+package pgtest // import "github.com/otelcol-policy/otelcol-policy/internal/pgtest"
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
+
+	"github.com/otelcol-policy/otelcol-policy/internal/freeport"
+)
+
+// User is the superuser of the test server; it needs no password.
+const User = "pgtest"
+
+// Server is a running PostgreSQL server.
+type Server struct {
+	// Port is the loopback TCP port the server listens on.
+	Port int
+
+	t      testing.TB
+	dir    string
+	cmd    *exec.Cmd
+	exited chan struct{}
+}
+
+// BinDir finds the directory of initdb and postgres: $PG_BIN_DIR, else the newest
+// /usr/lib/postgresql/<version>/bin, or an error saying how to install them.
+func BinDir() (string, error) {
+	if d := os.Getenv("PG_BIN_DIR"); d != "" {
+		return d, nil
+	}
+	found, _ := filepath.Glob("/usr/lib/postgresql/*/bin/postgres")
+	if len(found) == 0 {
+		return "", fmt.Errorf("PostgreSQL not found in /usr/lib/postgresql/*/bin: run `make test-servers` (or hack/test-servers.sh postgres) to install it")
+	}
+	version := func(p string) int {
+		v, _ := strconv.Atoi(filepath.Base(filepath.Dir(filepath.Dir(p))))
+		return v
+	}
+	slices.SortFunc(found, func(a, b string) int { return version(a) - version(b) })
+	return filepath.Dir(found[len(found)-1]), nil
+}
+
+// Start initialises and starts a PostgreSQL server for t, stopped and removed when t ends. Under -short it
+// skips t; without PostgreSQL it fails t.
+func Start(t testing.TB) *Server {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("needs a PostgreSQL server; skipped under -short")
+	}
+	bin, err := BinDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cred, err := credential()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ports, err := freeport.Ports(1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Not t.TempDir: its parent is private to root, and the server may run as the postgres user, which must
+	// reach the directories.
+	dir, err := os.MkdirTemp("", "pgtest-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	s := &Server{Port: ports[0], t: t, dir: dir}
+	if err := s.prepareDirs(cred); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := s.command(cred, filepath.Join(bin, "initdb"), "-D", s.dataDir(), "-U", User, "--auth=trust",
+		"--encoding=UTF8", "--locale=C", "--no-sync").CombinedOutput(); err != nil {
+		t.Fatalf("initdb: %v\n%s", err, out)
+	}
+	t.Cleanup(s.stop)
+	s.start(cred, filepath.Join(bin, "postgres"))
+	return s
+}
+
+// credential is the postgres system user's when running as root, which PostgreSQL refuses to run as.
+func credential() (*syscall.Credential, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	u, err := user.Lookup("postgres")
+	if err != nil {
+		return nil, fmt.Errorf("PostgreSQL refuses to run as root and there is no postgres user (%v): run `make test-servers` (or hack/test-servers.sh postgres)", err)
+	}
+	uid, err := strconv.ParseUint(u.Uid, 10, 32)
+	if err != nil {
+		return nil, err
+	}
+	gid, err := strconv.ParseUint(u.Gid, 10, 32)
+	if err != nil {
+		return nil, err
+	}
+	return &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), NoSetGroups: true}, nil
+}
+
+func (s *Server) dataDir() string   { return filepath.Join(s.dir, "data") }
+func (s *Server) socketDir() string { return filepath.Join(s.dir, "socket") }
+func (s *Server) logFile() string   { return filepath.Join(s.dir, "postgres.log") }
+
+// prepareDirs creates the data directory (0700, as PostgreSQL demands) and the socket directory, owned by the
+// user the server runs as.
+func (s *Server) prepareDirs(cred *syscall.Credential) error {
+	if err := os.Chmod(s.dir, 0o755); err != nil {
+		return err
+	}
+	for _, d := range []struct {
+		path string
+		mode os.FileMode
+	}{{s.dataDir(), 0o700}, {s.socketDir(), 0o755}} {
+		if err := os.Mkdir(d.path, d.mode); err != nil {
+			return err
+		}
+		if cred != nil {
+			if err := os.Chown(d.path, int(cred.Uid), int(cred.Gid)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func (s *Server) command(cred *syscall.Credential, name string, args ...string) *exec.Cmd {
+	cmd := exec.Command(name, args...)
+	cmd.Dir = s.dir
+	// The server dies with the test process, whatever way it ends.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: cred, Pdeathsig: syscall.SIGKILL}
+	return cmd
+}
+
+func (s *Server) start(cred *syscall.Credential, postgres string) {
+	s.t.Helper()
+	logf, err := os.OpenFile(s.logFile(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	// -F: no fsync, a test server's data need not survive a power loss.
+	cmd := s.command(cred, postgres, "-D", s.dataDir(), "-k", s.socketDir(), "-p", strconv.Itoa(s.Port),
+		"-h", "127.0.0.1", "-F")
+	cmd.Stdout, cmd.Stderr = logf, logf
+	if err := cmd.Start(); err != nil {
+		logf.Close()
+		s.t.Fatalf("starting postgres: %v", err)
+	}
+	exited := make(chan struct{})
+	go func() {
+		_ = cmd.Wait()
+		logf.Close()
+		close(exited)
+	}()
+	s.cmd, s.exited = cmd, exited
+	if err := s.waitReady(60 * time.Second); err != nil {
+		s.stop()
+		logs, _ := os.ReadFile(s.logFile())
+		s.t.Fatalf("%v\npostgres log (tail):\n%s", err, tail(string(logs), 3000))
+	}
+}
+
+func tail(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
+}
+
+func (s *Server) waitReady(timeout time.Duration) error {
+	db, err := sql.Open("pgx", s.DSN("postgres"))
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	deadline := time.Now().Add(timeout)
+	for {
+		select {
+		case <-s.exited:
+			return fmt.Errorf("postgres exited before it was ready")
+		default:
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		err := db.PingContext(ctx)
+		cancel()
+		if err == nil {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("postgres not ready after %s: %v", timeout, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// stop shuts the server down fast (SIGINT: roll back open transactions, disconnect clients).
+func (s *Server) stop() {
+	if s.cmd == nil {
+		return
+	}
+	_ = s.cmd.Process.Signal(syscall.SIGINT)
+	select {
+	case <-s.exited:
+	case <-time.After(15 * time.Second):
+		_ = s.cmd.Process.Kill()
+		<-s.exited
+	}
+	s.cmd = nil
+}
+
+// DSN is the connection string of database db on the server, as User.
+func (s *Server) DSN(db string) string {
+	return fmt.Sprintf("postgres://%s@127.0.0.1:%d/%s?sslmode=disable", User, s.Port, db)
+}
+
+// CreateDB creates an empty database and returns its DSN. It fails the test when it cannot.
+func (s *Server) CreateDB(name string) string {
+	s.t.Helper()
+	db, err := sql.Open("pgx", s.DSN("postgres"))
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer db.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if _, err := db.ExecContext(ctx, "CREATE DATABASE "+quoteIdent(name)); err != nil {
+		s.t.Fatalf("creating database %s: %v", name, err)
+	}
+	return s.DSN(name)
+}
+
+func quoteIdent(s string) string { return `"` + strings.ReplaceAll(s, `"`, `""`) + `"` }

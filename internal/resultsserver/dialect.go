@@ -1,0 +1,79 @@
+package resultsserver
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
+	_ "modernc.org/sqlite"             // database/sql driver "sqlite"
+)
+
+// dialect holds what differs between the databases; the SQL itself is shared, with $n placeholders, which
+// both drivers bind.
+type dialect struct {
+	name string
+	// migrationLock serialises migrations of servers starting at once against one database.
+	migrationLock string
+}
+
+var (
+	sqliteDialect   = dialect{name: "sqlite"}
+	postgresDialect = dialect{name: "postgres", migrationLock: `SELECT pg_advisory_xact_lock(7202611221)`}
+)
+
+// sqlitePragmas: WAL lets the fleet view read while a request writes; busy_timeout makes concurrent writers
+// wait for each other instead of failing; immediate transactions take the write lock at BEGIN, so two writers
+// never both read and then deadlock on upgrading. synchronous stays FULL: a forwarded result is acknowledged
+// only once it survives a power loss.
+const sqlitePragmas = "_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_txlock=immediate"
+
+// openDB opens the database a DSN names, creating an SQLite file's directory.
+func openDB(ctx context.Context, dsn string) (*sql.DB, dialect, error) {
+	switch {
+	case strings.HasPrefix(dsn, "sqlite://"):
+		path := strings.TrimPrefix(dsn, "sqlite://")
+		if path == "" || strings.ContainsAny(path, "?#") {
+			return nil, dialect{}, fmt.Errorf("database %q: want sqlite:///absolute/path.db or sqlite://./relative.db", dsn)
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
+			return nil, dialect{}, fmt.Errorf("database directory: %w", err)
+		}
+		db, err := sql.Open("sqlite", path+"?"+sqlitePragmas)
+		if err != nil {
+			return nil, dialect{}, err
+		}
+		return db, sqliteDialect, ping(ctx, db)
+	case strings.HasPrefix(dsn, "postgres://"), strings.HasPrefix(dsn, "postgresql://"):
+		db, err := sql.Open("pgx", dsn)
+		if err != nil {
+			return nil, dialect{}, fmt.Errorf("database %s: %w", redact(dsn), err)
+		}
+		return db, postgresDialect, ping(ctx, db)
+	case dsn == "":
+		return nil, dialect{}, errors.New("no database: set a sqlite:// or postgres:// DSN")
+	}
+	return nil, dialect{}, fmt.Errorf("database %s: want a sqlite:// or postgres:// DSN", redact(dsn))
+}
+
+func ping(ctx context.Context, db *sql.DB) error {
+	if err := db.PingContext(ctx); err != nil {
+		db.Close()
+		return err
+	}
+	return nil
+}
+
+// redact hides a DSN's password, for messages and logs.
+func redact(dsn string) string {
+	u, err := url.Parse(dsn)
+	if err != nil {
+		return "(unparsable DSN)"
+	}
+	return u.Redacted()
+}

@@ -1,0 +1,282 @@
+package resultsserver
+
+import (
+	"context"
+	"database/sql"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+)
+
+// Filter selects the results of a fleet view. Empty fields select everything.
+type Filter struct {
+	Cluster string `json:"cluster,omitempty"`
+	// Namespace is the subject resource's namespace; cluster-wide results have none.
+	Namespace string `json:"namespace,omitempty"`
+	Policy    string `json:"policy,omitempty"`
+	// Severity is one of critical, high, medium, low, info.
+	Severity string `json:"severity,omitempty"`
+	Source   string `json:"source,omitempty"`
+	// Limit caps the failing results returned; 0 returns all of them.
+	Limit int `json:"limit,omitempty"`
+}
+
+// Validate reports a filter the fleet view cannot answer.
+func (f Filter) Validate() error {
+	if f.Severity != "" {
+		switch policyresult.Severity(f.Severity) {
+		case policyresult.SeverityCritical, policyresult.SeverityHigh, policyresult.SeverityMedium,
+			policyresult.SeverityLow, policyresult.SeverityInfo:
+		default:
+			return fmt.Errorf("severity %q: want one of critical, high, medium, low, info", f.Severity)
+		}
+	}
+	if f.Limit < 0 {
+		return fmt.Errorf("limit %d: want 0 (no limit) or more", f.Limit)
+	}
+	return nil
+}
+
+// Counts counts current results by outcome. Total also counts results without an outcome, so it can exceed
+// the sum of the others.
+type Counts struct {
+	Pass  int64 `json:"pass"`
+	Fail  int64 `json:"fail"`
+	Warn  int64 `json:"warn"`
+	Error int64 `json:"error"`
+	Skip  int64 `json:"skip"`
+	Total int64 `json:"total"`
+}
+
+func (c *Counts) add(outcome string, n int64) {
+	switch policyresult.Outcome(outcome) {
+	case policyresult.OutcomePass:
+		c.Pass += n
+	case policyresult.OutcomeFail:
+		c.Fail += n
+	case policyresult.OutcomeWarn:
+		c.Warn += n
+	case policyresult.OutcomeError:
+		c.Error += n
+	case policyresult.OutcomeSkip:
+		c.Skip += n
+	}
+	c.Total += n
+}
+
+// ClusterCounts are the current results of one cluster.
+type ClusterCounts struct {
+	Cluster string `json:"cluster"`
+	Counts
+}
+
+// PolicyCounts are the current results of one policy in one cluster. The source is part of the group because
+// two engines may have policies of the same name.
+type PolicyCounts struct {
+	Cluster string `json:"cluster"`
+	Source  string `json:"source"`
+	Policy  string `json:"policy"`
+	Counts
+}
+
+// Resource is a failing result's subject.
+type Resource struct {
+	APIVersion string `json:"api_version,omitempty"`
+	Kind       string `json:"kind,omitempty"`
+	Namespace  string `json:"namespace,omitempty"`
+	Name       string `json:"name,omitempty"`
+	UID        string `json:"uid,omitempty"`
+}
+
+// Report is the report custom resource a failing result was read from.
+type Report struct {
+	Kind      string `json:"kind,omitempty"`
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name,omitempty"`
+}
+
+// FailingResult is a current result that needs attention.
+type FailingResult struct {
+	Key      string `json:"key"`
+	ID       string `json:"id"`
+	Cluster  string `json:"cluster"`
+	Source   string `json:"source"`
+	Policy   string `json:"policy"`
+	Rule     string `json:"rule,omitempty"`
+	Category string `json:"category,omitempty"`
+	Severity string `json:"severity,omitempty"`
+	Outcome  string `json:"outcome"`
+	Scored   *bool  `json:"scored,omitempty"`
+	Message  string `json:"message,omitempty"`
+	// Resource is unset for a cluster-wide check.
+	Resource          Resource          `json:"resource,omitzero"`
+	Report            Report            `json:"report,omitzero"`
+	State             string            `json:"state,omitempty"`
+	Timestamp         time.Time         `json:"timestamp,omitzero"`
+	ObservedTimestamp time.Time         `json:"observed_timestamp,omitzero"`
+	ExtraMetadata     map[string]string `json:"extra_metadata,omitempty"`
+	// UpdatedAt is when this server last changed the result's current row.
+	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// FleetView is the current state of the results a filter selects: resolved results are left out everywhere.
+type FleetView struct {
+	// Clusters are sorted by name, Policies by cluster, source and policy.
+	Clusters []ClusterCounts `json:"clusters"`
+	Policies []PolicyCounts  `json:"policies"`
+	// Failing are the results with outcome fail or error (an error is a policy that could not be evaluated,
+	// which needs attention as much as a failure), sorted by cluster, namespace, source, policy, rule, kind, name.
+	Failing []FailingResult `json:"failing"`
+	// Truncated says that Filter.Limit left failing results out.
+	Truncated bool `json:"truncated,omitempty"`
+}
+
+// Fleet answers a fleet view from the database.
+func (s *Server) Fleet(ctx context.Context, f Filter) (FleetView, error) {
+	if err := f.Validate(); err != nil {
+		return FleetView{}, err
+	}
+	v, err := s.store.counts(ctx, f)
+	if err != nil {
+		return FleetView{}, err
+	}
+	v.Failing, v.Truncated, err = s.store.failing(ctx, f)
+	return v, err
+}
+
+// where builds the filter's condition on current, unresolved results.
+func (f Filter) where() (string, []any) {
+	conds := []string{"resolved = 0"}
+	var args []any
+	for _, c := range []struct{ col, val string }{
+		{"cluster", f.Cluster}, {"resource_namespace", f.Namespace}, {"policy", f.Policy},
+		{"severity", f.Severity}, {"source", f.Source},
+	} {
+		if c.val != "" {
+			args = append(args, c.val)
+			conds = append(conds, fmt.Sprintf("%s = $%d", c.col, len(args)))
+		}
+	}
+	return " WHERE " + strings.Join(conds, " AND "), args
+}
+
+func (s *store) counts(ctx context.Context, f Filter) (FleetView, error) {
+	where, args := f.where()
+	rows, err := s.db.QueryContext(ctx, `SELECT cluster, source, policy, outcome, COUNT(*) FROM results`+where+
+		` GROUP BY cluster, source, policy, outcome`, args...)
+	if err != nil {
+		return FleetView{}, err
+	}
+	defer rows.Close()
+	clusters := map[string]*ClusterCounts{}
+	policies := map[[3]string]*PolicyCounts{}
+	for rows.Next() {
+		var cluster, source, policy, outcome string
+		var n int64
+		if err := rows.Scan(&cluster, &source, &policy, &outcome, &n); err != nil {
+			return FleetView{}, err
+		}
+		c := clusters[cluster]
+		if c == nil {
+			c = &ClusterCounts{Cluster: cluster}
+			clusters[cluster] = c
+		}
+		c.add(outcome, n)
+		k := [3]string{cluster, source, policy}
+		p := policies[k]
+		if p == nil {
+			p = &PolicyCounts{Cluster: cluster, Source: source, Policy: policy}
+			policies[k] = p
+		}
+		p.add(outcome, n)
+	}
+	if err := rows.Err(); err != nil {
+		return FleetView{}, err
+	}
+	// Sorted here rather than in SQL: the databases' collations differ, the view must not.
+	v := FleetView{Clusters: []ClusterCounts{}, Policies: []PolicyCounts{}}
+	for _, c := range clusters {
+		v.Clusters = append(v.Clusters, *c)
+	}
+	slices.SortFunc(v.Clusters, func(a, b ClusterCounts) int { return strings.Compare(a.Cluster, b.Cluster) })
+	for _, p := range policies {
+		v.Policies = append(v.Policies, *p)
+	}
+	slices.SortFunc(v.Policies, func(a, b PolicyCounts) int {
+		return compareAll(a.Cluster, b.Cluster, a.Source, b.Source, a.Policy, b.Policy)
+	})
+	return v, nil
+}
+
+// compareAll compares pairs of strings in order, (a1, b1, a2, b2, ...).
+func compareAll(pairs ...string) int {
+	for i := 0; i+1 < len(pairs); i += 2 {
+		if c := strings.Compare(pairs[i], pairs[i+1]); c != 0 {
+			return c
+		}
+	}
+	return 0
+}
+
+// failing lists the failing results. The database orders them, so that a limit cuts at the same place as the
+// full list would; with PostgreSQL, the order of names follows the database's collation.
+func (s *store) failing(ctx context.Context, f Filter) ([]FailingResult, bool, error) {
+	where, args := f.where()
+	q := `SELECT key, id, cluster, source, policy, rule, category, severity, outcome, scored, message,
+		resource_api_version, resource_kind, resource_namespace, resource_name, resource_uid,
+		report_kind, report_namespace, report_name, state, timestamp_unix_nano, observed_unix_nano,
+		extra_metadata, updated_unix_nano
+		FROM results` + where + ` AND outcome IN ('fail', 'error')
+		ORDER BY cluster, resource_namespace, source, policy, rule, resource_kind, resource_name, key`
+	if f.Limit > 0 {
+		// One more than asked tells whether the list was cut.
+		q += fmt.Sprintf(" LIMIT %d", f.Limit+1)
+	}
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, false, err
+	}
+	defer rows.Close()
+	out := []FailingResult{}
+	for rows.Next() {
+		var r FailingResult
+		var scored, ts, observed sql.NullInt64
+		var meta string
+		var updated int64
+		if err := rows.Scan(&r.Key, &r.ID, &r.Cluster, &r.Source, &r.Policy, &r.Rule, &r.Category, &r.Severity,
+			&r.Outcome, &scored, &r.Message,
+			&r.Resource.APIVersion, &r.Resource.Kind, &r.Resource.Namespace, &r.Resource.Name, &r.Resource.UID,
+			&r.Report.Kind, &r.Report.Namespace, &r.Report.Name, &r.State, &ts, &observed, &meta, &updated); err != nil {
+			return nil, false, err
+		}
+		if scored.Valid {
+			b := scored.Int64 != 0
+			r.Scored = &b
+		}
+		if ts.Valid {
+			r.Timestamp = time.Unix(0, ts.Int64).UTC()
+		}
+		if observed.Valid {
+			r.ObservedTimestamp = time.Unix(0, observed.Int64).UTC()
+		}
+		r.UpdatedAt = time.Unix(0, updated).UTC()
+		if err := json.Unmarshal([]byte(meta), &r.ExtraMetadata); err != nil {
+			return nil, false, fmt.Errorf("extra_metadata of %s: %w", r.Key, err)
+		}
+		if len(r.ExtraMetadata) == 0 {
+			r.ExtraMetadata = nil
+		}
+		out = append(out, r)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, false, err
+	}
+	if f.Limit > 0 && len(out) > f.Limit {
+		return out[:f.Limit], true, nil
+	}
+	return out, false, nil
+}

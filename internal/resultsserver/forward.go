@@ -1,0 +1,180 @@
+package resultsserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"go.uber.org/zap"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+	"google.golang.org/protobuf/types/known/timestamppb"
+
+	"github.com/otelcol-policy/otelcol-policy/internal/resultsapi"
+	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+	pb "github.com/otelcol-policy/otelcol-policy/proto/policyresults/v1"
+)
+
+// Reasons of the rejections in a ForwardResponse. They are part of what clients and their operators see, so
+// they only change with care.
+const (
+	ReasonNoResult       = "result is empty"
+	ReasonNoKey          = "key is missing"
+	ReasonNoID           = "id is missing"
+	ReasonKeyMismatch    = "key does not match the result's identity"
+	ReasonIDMismatch     = "id does not match the result's identity, outcome and message"
+	ReasonNoCluster      = "cluster is missing: set it on the result or as " + policyresult.AttrClusterName + " in extra_metadata"
+	ReasonNUL            = "a text field contains a NUL character"
+	reasonUnknownOutcome = "outcome %d is unknown to this server"
+	reasonBadTimestamp   = "%s is out of range"
+)
+
+type forwarder struct {
+	pb.UnimplementedResultForwarderServer
+	s *Server
+}
+
+// Forward checks every result on its own and stores the valid ones in one transaction, so a request is stored
+// entirely or not at all and a client's retry after UNAVAILABLE repeats exactly what may have been committed.
+func (f *forwarder) Forward(ctx context.Context, req *pb.ForwardRequest) (*pb.ForwardResponse, error) {
+	resp := &pb.ForwardResponse{}
+	results := req.GetResults()
+	if len(results) == 0 {
+		return resp, nil
+	}
+	meta := req.GetExtraMetadata()
+	if meta == nil {
+		meta = map[string]string{} // stored as {}, not null
+	}
+	metaJSON, err := json.Marshal(meta)
+	if err != nil {
+		return nil, status.Errorf(codes.InvalidArgument, "extra_metadata: %v", err)
+	}
+	now := f.s.now()
+	rows := make([]row, 0, len(results))
+	for i, r := range results {
+		rw, reason := toRow(r, meta, now)
+		if reason != "" {
+			resp.Rejected = append(resp.Rejected, &pb.Rejection{Index: uint32(i), Id: r.GetId(), Reason: reason})
+			continue
+		}
+		rw.extraMetadata = string(metaJSON)
+		rows = append(rows, rw)
+	}
+	if len(rows) > 0 {
+		if err := f.s.store.put(ctx, rows, now); err != nil {
+			if ctx.Err() != nil {
+				return nil, status.FromContextError(ctx.Err()).Err()
+			}
+			f.s.logger.Warn("storing forwarded results failed", zap.Int("results", len(rows)), zap.Error(err))
+			// The database's own message stays in the server's log: it may name hosts and users.
+			return nil, status.Error(codes.Unavailable, "the results database is unavailable, retry later")
+		}
+	}
+	resp.Accepted = uint32(len(rows))
+	f.s.logger.Debug("forward", zap.Int("accepted", len(rows)), zap.Int("rejected", len(resp.Rejected)))
+	return resp, nil
+}
+
+// toRow checks one result and converts it for the store, or says why it cannot be stored.
+//
+// A result without a cluster takes policyresult.AttrClusterName from extra_metadata. Its key and id may then
+// have been computed by the client without the cluster (as the result was sent) or with it; both are accepted,
+// and the result is stored under the key and id with the cluster, so that results of two clusters never share a
+// row.
+func toRow(r *pb.Result, meta map[string]string, now time.Time) (row, string) {
+	if r == nil {
+		return row{}, ReasonNoResult
+	}
+	if hasNUL(r) {
+		// PostgreSQL text cannot hold NUL; refusing it here keeps one such result from failing its whole batch
+		// forever.
+		return row{}, ReasonNUL
+	}
+	switch {
+	case r.GetKey() == "":
+		return row{}, ReasonNoKey
+	case r.GetId() == "":
+		return row{}, ReasonNoID
+	}
+	if _, known := pb.Outcome_name[int32(r.GetOutcome())]; !known {
+		return row{}, fmt.Sprintf(reasonUnknownOutcome, r.GetOutcome())
+	}
+	ts, ok := unixNano(r.GetTimestamp())
+	if !ok {
+		return row{}, fmt.Sprintf(reasonBadTimestamp, "timestamp")
+	}
+	observed, ok := unixNano(r.GetObservedTimestamp())
+	if !ok {
+		return row{}, fmt.Sprintf(reasonBadTimestamp, "observed_timestamp")
+	}
+
+	m := resultsapi.ToResult(r)
+	sentKey, sentID := m.Key(), m.ID()
+	if m.Cluster == "" {
+		m.Cluster = meta[policyresult.AttrClusterName]
+	}
+	key, id := m.Key(), m.ID()
+	switch {
+	case r.GetKey() != sentKey && r.GetKey() != key:
+		return row{}, ReasonKeyMismatch
+	case r.GetId() != sentID && r.GetId() != id:
+		return row{}, ReasonIDMismatch
+	case m.Cluster == "":
+		return row{}, ReasonNoCluster
+	case strings.IndexByte(m.Cluster, 0) >= 0:
+		return row{}, ReasonNUL
+	}
+
+	rw := row{
+		key: key, id: id, cluster: m.Cluster, source: m.Source, policy: m.Policy, rule: m.Rule,
+		category: m.Category, severity: string(m.Severity), outcome: string(m.Outcome), scored: m.Scored,
+		message: m.Message, resource: m.Resource, report: m.Report, state: string(m.State),
+		timestamp: ts, observed: observed, bodyJSON: r.GetBodyJson(),
+	}
+	// The time that orders outcomes of one key: when the collector saw it, else when the engine produced it,
+	// else (a client that sends neither) when this server received it.
+	switch {
+	case observed != nil:
+		rw.order = *observed
+	case ts != nil:
+		rw.order = *ts
+	default:
+		rw.order = now.UnixNano()
+	}
+	return rw, ""
+}
+
+// unixNano converts an optional timestamp; ok is false when it is invalid or beyond what int64 nanoseconds
+// hold (years 1678 to 2262), the unit both databases store.
+func unixNano(ts *timestamppb.Timestamp) (*int64, bool) {
+	if ts == nil {
+		return nil, true
+	}
+	if ts.CheckValid() != nil {
+		return nil, false
+	}
+	const maxSec = math.MaxInt64/1_000_000_000 - 1
+	if s := ts.GetSeconds(); s < -maxSec || s > maxSec {
+		return nil, false
+	}
+	n := ts.AsTime().UnixNano()
+	return &n, true
+}
+
+func hasNUL(r *pb.Result) bool {
+	fields := []string{r.GetKey(), r.GetId(), r.GetCluster(), r.GetSource(), r.GetPolicy(), r.GetRule(),
+		r.GetCategory(), r.GetMessage(), r.GetBodyJson(),
+		r.GetResource().GetApiVersion(), r.GetResource().GetKind(), r.GetResource().GetNamespace(),
+		r.GetResource().GetName(), r.GetResource().GetUid(),
+		r.GetReport().GetKind(), r.GetReport().GetNamespace(), r.GetReport().GetName()}
+	for _, f := range fields {
+		if strings.IndexByte(f, 0) >= 0 {
+			return true
+		}
+	}
+	return false
+}

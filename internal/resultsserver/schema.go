@@ -1,0 +1,123 @@
+package resultsserver
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"time"
+)
+
+// migrations are the schema versions, in order: migration i+1 brings the schema from version i to i+1. A
+// released migration is never edited; a change is a new one. The SQL is the subset SQLite and PostgreSQL share
+// (TEXT, BIGINT, INTEGER; booleans as 0/1 and times as Unix nanoseconds, which both compare exactly).
+var migrations = [][]string{
+	{
+		// The current state: the latest outcome per result key.
+		`CREATE TABLE results (
+			key TEXT PRIMARY KEY,
+			id TEXT NOT NULL,
+			cluster TEXT NOT NULL,
+			source TEXT NOT NULL,
+			policy TEXT NOT NULL,
+			rule TEXT NOT NULL,
+			category TEXT NOT NULL,
+			severity TEXT NOT NULL,
+			outcome TEXT NOT NULL,
+			scored INTEGER,
+			message TEXT NOT NULL,
+			resource_api_version TEXT NOT NULL,
+			resource_kind TEXT NOT NULL,
+			resource_namespace TEXT NOT NULL,
+			resource_name TEXT NOT NULL,
+			resource_uid TEXT NOT NULL,
+			report_kind TEXT NOT NULL,
+			report_namespace TEXT NOT NULL,
+			report_name TEXT NOT NULL,
+			state TEXT NOT NULL,
+			timestamp_unix_nano BIGINT,
+			observed_unix_nano BIGINT,
+			order_unix_nano BIGINT NOT NULL,
+			extra_metadata TEXT NOT NULL,
+			body_json TEXT NOT NULL,
+			resolved INTEGER NOT NULL,
+			first_seen_unix_nano BIGINT NOT NULL,
+			updated_unix_nano BIGINT NOT NULL
+		)`,
+		`CREATE INDEX results_by_policy ON results (cluster, source, policy)`,
+		`CREATE INDEX results_by_outcome ON results (outcome, resolved)`,
+		// Every outcome ever forwarded, once per id and state: what a result went through.
+		`CREATE TABLE result_history (
+			id TEXT NOT NULL,
+			state TEXT NOT NULL,
+			key TEXT NOT NULL,
+			cluster TEXT NOT NULL,
+			source TEXT NOT NULL,
+			policy TEXT NOT NULL,
+			rule TEXT NOT NULL,
+			category TEXT NOT NULL,
+			severity TEXT NOT NULL,
+			outcome TEXT NOT NULL,
+			scored INTEGER,
+			message TEXT NOT NULL,
+			resource_api_version TEXT NOT NULL,
+			resource_kind TEXT NOT NULL,
+			resource_namespace TEXT NOT NULL,
+			resource_name TEXT NOT NULL,
+			resource_uid TEXT NOT NULL,
+			report_kind TEXT NOT NULL,
+			report_namespace TEXT NOT NULL,
+			report_name TEXT NOT NULL,
+			timestamp_unix_nano BIGINT,
+			observed_unix_nano BIGINT,
+			order_unix_nano BIGINT NOT NULL,
+			extra_metadata TEXT NOT NULL,
+			body_json TEXT NOT NULL,
+			received_unix_nano BIGINT NOT NULL,
+			PRIMARY KEY (id, state)
+		)`,
+		`CREATE INDEX result_history_by_key ON result_history (key)`,
+	},
+}
+
+// SchemaVersion is the schema version this server writes.
+var SchemaVersion = len(migrations)
+
+// migrate brings the schema to SchemaVersion in one transaction, and refuses a database a newer server has
+// migrated further, whose meaning this one does not know.
+func migrate(ctx context.Context, db *sql.DB, d dialect) error {
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = tx.Rollback() }()
+	if d.migrationLock != "" {
+		if _, err := tx.ExecContext(ctx, d.migrationLock); err != nil {
+			return fmt.Errorf("locking the schema: %w", err)
+		}
+	}
+	if _, err := tx.ExecContext(ctx, `CREATE TABLE IF NOT EXISTS schema_migrations (
+		version INTEGER PRIMARY KEY,
+		applied_unix_nano BIGINT NOT NULL
+	)`); err != nil {
+		return err
+	}
+	var current int
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(version), 0) FROM schema_migrations`).Scan(&current); err != nil {
+		return err
+	}
+	if current > len(migrations) {
+		return fmt.Errorf("the database schema is at version %d, newer than this server's %d", current, len(migrations))
+	}
+	for v := current + 1; v <= len(migrations); v++ {
+		for _, stmt := range migrations[v-1] {
+			if _, err := tx.ExecContext(ctx, stmt); err != nil {
+				return fmt.Errorf("schema version %d: %w", v, err)
+			}
+		}
+		if _, err := tx.ExecContext(ctx, `INSERT INTO schema_migrations (version, applied_unix_nano) VALUES ($1, $2)`,
+			v, time.Now().UnixNano()); err != nil {
+			return err
+		}
+	}
+	return tx.Commit()
+}
