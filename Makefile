@@ -30,7 +30,7 @@ METADATA := $(shell find receiver processor exporter extension connector -name m
 
 GO_TEST_FLAGS ?= -race -count=1 -timeout 40m
 
-.PHONY: all build run test test-unit test-servers bench-k8sreports bench-decisionlogs lint generate tools clean
+.PHONY: all build run test test-unit test-servers bench-k8sreports bench-decisionlogs lint generate tools clean demo demo-stop
 
 all: lint build test
 
@@ -58,6 +58,16 @@ run: build
 ## PostgreSQL), cached
 test-servers:
 	CACHE_DIR=$(CACHE_DIR) hack/test-servers.sh
+
+## demo: start etcd + kube-apiserver (report CRDs), OPA, MinIO, a Kafka-protocol broker, the results server and
+## the collector in the background under ./data/demo/, send sample reports and decisions, and show where each
+## record went (docs/demo.md); `make demo-stop` stops them
+demo: build test-servers
+	CACHE_DIR=$(CACHE_DIR) $(GO) run ./hack/demo up
+
+## demo-stop: stop what `make demo` started; the data stays in ./data/demo/
+demo-stop:
+	$(GO) run ./hack/demo down
 
 ## test: every unit and integration test; the end-to-end tests run the binary that `build` made
 test: build test-servers

@@ -20,11 +20,16 @@ type dialect struct {
 	name string
 	// migrationLock serialises migrations of servers starting at once against one database.
 	migrationLock string
+	// statementRows is how many rows one INSERT writes. On PostgreSQL every statement is a round trip, so
+	// multi-row statements are most of the write speed (3,500 results/s one row at a time, 17,000 with 200). The
+	// embedded SQLite has no round trip, and its driver looks each numbered parameter up by name, which grows
+	// with the statement: one row per statement is fastest there.
+	statementRows int
 }
 
 var (
-	sqliteDialect   = dialect{name: "sqlite"}
-	postgresDialect = dialect{name: "postgres", migrationLock: `SELECT pg_advisory_xact_lock(7202611221)`}
+	sqliteDialect   = dialect{name: "sqlite", statementRows: 1}
+	postgresDialect = dialect{name: "postgres", migrationLock: `SELECT pg_advisory_xact_lock(7202611221)`, statementRows: 200}
 )
 
 // sqlitePragmas: WAL lets the fleet view read while a request writes; busy_timeout makes concurrent writers

@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -59,38 +60,52 @@ func nullable(p *int64) any {
 	return *p
 }
 
-var (
-	// upsertSQL replaces the current row of a key only with an outcome at least as recent (by order_unix_nano,
-	// see toRow), so that a retried older request never undoes a newer one; and only with a different id or
-	// state, so that forwarding the same result again leaves the row, its times included, exactly as it was.
-	// A resolved state marks the row resolved; any later other state clears the mark.
-	upsertSQL = func() string {
-		cols := append(slices.Clone(rowColumns), "resolved", "first_seen_unix_nano", "updated_unix_nano")
-		var set []string
-		for _, c := range cols {
-			if c != "key" && c != "first_seen_unix_nano" {
-				set = append(set, c+" = excluded."+c)
-			}
-		}
-		return "INSERT INTO results (" + strings.Join(cols, ", ") + ") VALUES (" + placeholders(len(cols)) + ")" +
-			" ON CONFLICT (key) DO UPDATE SET " + strings.Join(set, ", ") +
-			" WHERE excluded.order_unix_nano >= results.order_unix_nano" +
-			" AND (excluded.id <> results.id OR excluded.state <> results.state)"
-	}()
-	// historySQL records each (id, state) once: the first delivery wins and repeats are no-ops.
-	historySQL = func() string {
-		cols := append(slices.Clone(rowColumns), "received_unix_nano")
-		return "INSERT INTO result_history (" + strings.Join(cols, ", ") + ") VALUES (" + placeholders(len(cols)) + ")" +
-			" ON CONFLICT (id, state) DO NOTHING"
-	}()
-)
+// upsertColumns are the current-state table's columns, in the order of upsertArgs.
+var upsertColumns = append(slices.Clone(rowColumns), "resolved", "first_seen_unix_nano", "updated_unix_nano")
 
-func placeholders(n int) string {
-	p := make([]string, n)
-	for i := range p {
-		p[i] = fmt.Sprintf("$%d", i+1)
+// upsertSuffix replaces the current row of a key only with an outcome at least as recent (by order_unix_nano, see
+// toRow), so that a retried older request never undoes a newer one; and only with a different id or state, so
+// that forwarding the same result again leaves the row, its times included, exactly as it was. A resolved state
+// marks the row resolved; any later other state clears the mark.
+var upsertSuffix = func() string {
+	var set []string
+	for _, c := range upsertColumns {
+		if c != "key" && c != "first_seen_unix_nano" {
+			set = append(set, c+" = excluded."+c)
+		}
 	}
-	return strings.Join(p, ", ")
+	return " ON CONFLICT (key) DO UPDATE SET " + strings.Join(set, ", ") +
+		" WHERE excluded.order_unix_nano >= results.order_unix_nano" +
+		" AND (excluded.id <> results.id OR excluded.state <> results.state)"
+}()
+
+// historyColumns are the history table's columns; each (id, state) is recorded once: the first delivery wins
+// and repeats are no-ops.
+var historyColumns = append(slices.Clone(rowColumns), "received_unix_nano")
+
+const historySuffix = " ON CONFLICT (id, state) DO NOTHING"
+
+// insertSQL is an INSERT of n rows into table with the numbered placeholders both databases accept.
+func insertSQL(table string, cols []string, n int, suffix string) string {
+	var b strings.Builder
+	b.WriteString("INSERT INTO " + table + " (" + strings.Join(cols, ", ") + ") VALUES ")
+	p := 1
+	for i := range n {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteByte('(')
+		for j := range cols {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			fmt.Fprintf(&b, "$%d", p)
+			p++
+		}
+		b.WriteByte(')')
+	}
+	b.WriteString(suffix)
+	return b.String()
 }
 
 type store struct {
@@ -122,26 +137,73 @@ func (s *store) put(ctx context.Context, rows []row, now time.Time) error {
 		return err
 	}
 	defer func() { _ = tx.Rollback() }()
-	upsert, err := tx.PrepareContext(ctx, upsertSQL)
-	if err != nil {
-		return err
-	}
-	defer upsert.Close()
-	history, err := tx.PrepareContext(ctx, historySQL)
-	if err != nil {
-		return err
-	}
-	defer history.Close()
 	at := now.UnixNano()
-	for i := range rows {
-		args := rows[i].args()
-		resolved := boolInt(rows[i].state == string(policyresult.StateResolved))
-		if _, err := upsert.ExecContext(ctx, append(args, resolved, at, at)...); err != nil {
-			return fmt.Errorf("storing result %s: %w", rows[i].key, err)
+	stmts := statements{tx: tx}
+	defer stmts.close()
+	for chunk := range slices.Chunk(latestPerKey(rows), s.d.statementRows) {
+		args := make([]any, 0, len(chunk)*len(upsertColumns))
+		for i := range chunk {
+			resolved := boolInt(chunk[i].state == string(policyresult.StateResolved))
+			args = append(append(args, chunk[i].args()...), resolved, at, at)
 		}
-		if _, err := history.ExecContext(ctx, append(args[:len(args):len(args)], at)...); err != nil {
-			return fmt.Errorf("recording result %s: %w", rows[i].id, err)
+		if err := stmts.exec(ctx, "results", upsertColumns, len(chunk), upsertSuffix, args); err != nil {
+			return fmt.Errorf("storing %d results from %s: %w", len(chunk), chunk[0].key, err)
+		}
+	}
+	for chunk := range slices.Chunk(rows, s.d.statementRows) {
+		args := make([]any, 0, len(chunk)*len(historyColumns))
+		for i := range chunk {
+			args = append(append(args, chunk[i].args()...), at)
+		}
+		if err := stmts.exec(ctx, "result_history", historyColumns, len(chunk), historySuffix, args); err != nil {
+			return fmt.Errorf("recording %d results from %s: %w", len(chunk), chunk[0].id, err)
 		}
 	}
 	return tx.Commit()
+}
+
+// latestPerKey keeps, of the rows of each key (rows are sorted by key, in request order within a key), the one
+// that applying them one after another would leave: a later row replaces an earlier one when it is at least as
+// recent. One statement must not update a row twice (PostgreSQL refuses), so duplicates are settled here.
+func latestPerKey(rows []row) []row {
+	out := make([]row, 0, len(rows))
+	for i := range rows {
+		if n := len(out); n > 0 && out[n-1].key == rows[i].key {
+			if rows[i].order >= out[n-1].order {
+				out[n-1] = rows[i]
+			}
+			continue
+		}
+		out = append(out, rows[i])
+	}
+	return out
+}
+
+// statements prepares each INSERT shape once per transaction: a request writes many chunks of the same size.
+type statements struct {
+	tx       *sql.Tx
+	prepared map[string]*sql.Stmt
+}
+
+func (st *statements) exec(ctx context.Context, table string, cols []string, n int, suffix string, args []any) error {
+	key := table + "/" + strconv.Itoa(n)
+	stmt, ok := st.prepared[key]
+	if !ok {
+		var err error
+		if stmt, err = st.tx.PrepareContext(ctx, insertSQL(table, cols, n, suffix)); err != nil {
+			return err
+		}
+		if st.prepared == nil {
+			st.prepared = map[string]*sql.Stmt{}
+		}
+		st.prepared[key] = stmt
+	}
+	_, err := stmt.ExecContext(ctx, args...)
+	return err
+}
+
+func (st *statements) close() {
+	for _, stmt := range st.prepared {
+		stmt.Close()
+	}
 }
