@@ -3,11 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/rand"
-	"crypto/rsa"
 	"crypto/tls"
-	"crypto/x509"
-	"encoding/pem"
 	"fmt"
 	"io/fs"
 	"net/http"
@@ -27,6 +23,8 @@ import (
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/yaml"
+
+	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
 )
 
 // kubernetesVersion is the kube-apiserver release `make test-servers` builds (as internal/k8stest).
@@ -70,7 +68,7 @@ func startKube(e env, p ports) error {
 	if err := os.MkdirAll(k8s, 0o700); err != nil {
 		return err
 	}
-	if err := writeServiceAccountKey(k8s); err != nil {
+	if err := k8stest.WriteServiceAccountKey(k8s); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(k8s, "tokens.csv"), []byte(adminToken+",admin,admin,system:masters\n"), 0o600); err != nil {
@@ -159,21 +157,6 @@ func restConfig(e env, p ports) *rest.Config {
 		Host: apiServerURL(p), BearerToken: adminToken, QPS: 100, Burst: 200,
 		TLSClientConfig: rest.TLSClientConfig{CAFile: caFile(e)},
 	}
-}
-
-func writeServiceAccountKey(dir string) error {
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		return err
-	}
-	pub, err := x509.MarshalPKIXPublicKey(&key.PublicKey)
-	if err != nil {
-		return err
-	}
-	if err := os.WriteFile(filepath.Join(dir, "sa.key"), pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(key)}), 0o600); err != nil {
-		return err
-	}
-	return os.WriteFile(filepath.Join(dir, "sa.pub"), pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: pub}), 0o600)
 }
 
 // objects reads the YAML documents of raw.

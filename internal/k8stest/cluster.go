@@ -115,7 +115,7 @@ func Start(dir string) (*Cluster, func(), error) {
 		return nil, nil, err
 	}
 
-	if err := writeServiceAccountKey(dir); err != nil {
+	if err := WriteServiceAccountKey(dir); err != nil {
 		stop()
 		return nil, nil, err
 	}
@@ -229,7 +229,9 @@ func (c *Cluster) Clients(t testing.TB) (kubernetes.Interface, dynamic.Interface
 	return cs, dc
 }
 
-func writeServiceAccountKey(dir string) error {
+// WriteServiceAccountKey writes the key pair kube-apiserver signs and checks service-account tokens with,
+// sa.key and sa.pub in dir; the demo starts its API server the same way.
+func WriteServiceAccountKey(dir string) error {
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		return err
