@@ -1,0 +1,1165 @@
+package distribution_test
+
+import (
+	"bufio"
+	"compress/gzip"
+	"context"
+	"debug/buildinfo"
+	"encoding/json"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
+	coordinationv1 "k8s.io/api/coordination/v1"
+	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
+	"k8s.io/apimachinery/pkg/api/meta"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/runtime"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
+	"k8s.io/client-go/restmapper"
+	"sigs.k8s.io/yaml"
+
+	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
+	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
+)
+
+// The manifests under kubernetes/ are built with a minimal kustomize: go.mod has no kustomize library
+// (sigs.k8s.io/kustomize/api would add modules and upgrade others). It follows `resources:` (files and
+// directories) and applies `images:`, the only features the manifests use; any other kustomization key fails the
+// test rather than being ignored. When kubectl is installed, TestKubernetesKustomizeMatchesKubectl compares the
+// result with `kubectl kustomize`.
+
+const (
+	saNamespace  = "otelcol-policy"
+	saName       = "otelcol-policy"
+	nodeNS       = "otelcol-policy-node"
+	leaseName    = "otelcol-policy-reports"
+	imageName    = "otelcol-policy"
+	configDir    = "/etc/otelcol-policy"
+	binaryInPath = "/otelcol-policy"
+)
+
+func kubernetesDir(t *testing.T) string {
+	return filepath.Join(collectortest.RepoRoot(t), "distributions", "otelcol-policy", "kubernetes")
+}
+
+type kustomization struct {
+	APIVersion string   `json:"apiVersion"`
+	Kind       string   `json:"kind"`
+	Resources  []string `json:"resources"`
+	Images     []struct {
+		Name    string `json:"name"`
+		NewName string `json:"newName"`
+		NewTag  string `json:"newTag"`
+		Digest  string `json:"digest"`
+	} `json:"images"`
+}
+
+// kustomize builds the kustomization in dir.
+func kustomize(t *testing.T, dir string) []*unstructured.Unstructured {
+	t.Helper()
+	raw, err := os.ReadFile(filepath.Join(dir, "kustomization.yaml"))
+	require.NoError(t, err)
+	var k kustomization
+	require.NoError(t, yaml.UnmarshalStrict(raw, &k), "%s uses a kustomize feature this test does not implement", dir)
+	require.Equal(t, "kustomize.config.k8s.io/v1beta1", k.APIVersion)
+	require.Equal(t, "Kustomization", k.Kind)
+	var objs []*unstructured.Unstructured
+	for _, r := range k.Resources {
+		path := filepath.Join(dir, r)
+		st, err := os.Stat(path)
+		require.NoError(t, err, "resource %s of %s", r, dir)
+		if st.IsDir() {
+			objs = append(objs, kustomize(t, path)...)
+		} else {
+			objs = append(objs, k8stest.Objects(t, path)...)
+		}
+	}
+	for _, img := range k.Images {
+		for _, o := range objs {
+			for _, c := range containers(o) {
+				ref, _ := c["image"].(string)
+				name, tag, digest := splitImage(ref)
+				if name != img.Name {
+					continue
+				}
+				if img.NewName != "" {
+					name = img.NewName
+				}
+				if img.NewTag != "" {
+					tag, digest = img.NewTag, ""
+				}
+				if img.Digest != "" {
+					tag, digest = "", img.Digest
+				}
+				ref = name
+				if tag != "" {
+					ref += ":" + tag
+				}
+				if digest != "" {
+					ref += "@" + digest
+				}
+				c["image"] = ref
+			}
+		}
+	}
+	// Object identities are unique, as kustomize requires.
+	seen := map[string]bool{}
+	for _, o := range objs {
+		id := objID(o)
+		require.False(t, seen[id], "%s appears twice", id)
+		seen[id] = true
+	}
+	return objs
+}
+
+func splitImage(ref string) (name, tag, digest string) {
+	if i := strings.Index(ref, "@"); i >= 0 {
+		ref, digest = ref[:i], ref[i+1:]
+	}
+	if i := strings.LastIndex(ref, ":"); i > strings.LastIndex(ref, "/") {
+		ref, tag = ref[:i], ref[i+1:]
+	}
+	return ref, tag, digest
+}
+
+func objID(o *unstructured.Unstructured) string {
+	return o.GetKind() + " " + o.GetNamespace() + "/" + o.GetName()
+}
+
+// podSpec is the pod spec of a Pod or a workload's pod template (the live map, for editing), else nil.
+func podSpec(o *unstructured.Unstructured) map[string]any {
+	path := []string{"spec", "template", "spec"}
+	if o.GetKind() == "Pod" {
+		path = []string{"spec"}
+	}
+	spec, _, _ := unstructured.NestedFieldNoCopy(o.Object, path...)
+	m, _ := spec.(map[string]any)
+	return m
+}
+
+// containers are the containers and init containers of o's pod spec (live maps).
+func containers(o *unstructured.Unstructured) []map[string]any {
+	spec := podSpec(o)
+	if spec == nil {
+		return nil
+	}
+	var out []map[string]any
+	for _, key := range []string{"initContainers", "containers"} {
+		list, _ := spec[key].([]any)
+		for _, c := range list {
+			out = append(out, c.(map[string]any))
+		}
+	}
+	return out
+}
+
+func typed[T any](t *testing.T, o *unstructured.Unstructured) *T {
+	t.Helper()
+	var v T
+	b, err := json.Marshal(o.Object)
+	require.NoError(t, err)
+	require.NoError(t, json.Unmarshal(b, &v), objID(o))
+	return &v
+}
+
+func find(t *testing.T, objs []*unstructured.Unstructured, kind, namespace, name string) *unstructured.Unstructured {
+	t.Helper()
+	for _, o := range objs {
+		if o.GetKind() == kind && o.GetNamespace() == namespace && o.GetName() == name {
+			return o
+		}
+	}
+	t.Fatalf("no %s %s/%s in the manifests", kind, namespace, name)
+	return nil
+}
+
+// receiverKind is a report kind of receiver/k8sreportsreceiver/kinds.go.
+type receiverKind struct {
+	group, version string
+	resources      []string // nil: every resource of the group/version
+}
+
+// receiverKinds reads the report kinds from the receiver's source, so that the RBAC cannot drift from what the
+// receiver watches.
+func receiverKinds(t *testing.T) []receiverKind {
+	t.Helper()
+	path := filepath.Join(collectortest.RepoRoot(t), "receiver", "k8sreportsreceiver", "kinds.go")
+	f, err := parser.ParseFile(token.NewFileSet(), path, nil, 0)
+	require.NoError(t, err)
+	str := func(e ast.Expr) string {
+		lit, ok := e.(*ast.BasicLit)
+		require.True(t, ok && lit.Kind == token.STRING, "kinds.go: expected a string literal")
+		s, err := strconv.Unquote(lit.Value)
+		require.NoError(t, err)
+		return s
+	}
+	var out []receiverKind
+	ast.Inspect(f, func(n ast.Node) bool {
+		cl, ok := n.(*ast.CompositeLit)
+		if !ok {
+			return true
+		}
+		if id, ok := cl.Type.(*ast.Ident); !ok || id.Name != "reportKind" || len(cl.Elts) == 0 {
+			return true
+		}
+		require.Len(t, cl.Elts, 4, "kinds.go: reportKind{name, groupVersion, resources, parse}")
+		var k receiverKind
+		for _, e := range cl.Elts[1].(*ast.CompositeLit).Elts {
+			kv := e.(*ast.KeyValueExpr)
+			switch kv.Key.(*ast.Ident).Name {
+			case "Group":
+				k.group = str(kv.Value)
+			case "Version":
+				k.version = str(kv.Value)
+			}
+		}
+		switch r := cl.Elts[2].(type) {
+		case *ast.Ident:
+			require.Equal(t, "nil", r.Name)
+		case *ast.CompositeLit:
+			for _, e := range r.Elts {
+				k.resources = append(k.resources, str(e))
+			}
+		default:
+			t.Fatalf("kinds.go: unexpected resources expression %T", r)
+		}
+		out = append(out, k)
+		return false
+	})
+	require.GreaterOrEqual(t, len(out), 8, "kinds.go: report kinds not found")
+	return out
+}
+
+// TestKubernetesManifestsBuild: the kustomization builds into the objects the README describes, with the RBAC
+// the receiver's kinds need and nothing more.
+func TestKubernetesManifestsBuild(t *testing.T) {
+	objs := kustomize(t, kubernetesDir(t))
+	var ids []string
+	for _, o := range objs {
+		ids = append(ids, objID(o))
+	}
+	assert.ElementsMatch(t, []string{
+		"Namespace /otelcol-policy", "ServiceAccount otelcol-policy/otelcol-policy",
+		"ClusterRole /otelcol-policy-reports", "ClusterRoleBinding /otelcol-policy-reports",
+		"Role otelcol-policy/otelcol-policy-leader-election", "RoleBinding otelcol-policy/otelcol-policy-leader-election",
+		"ConfigMap otelcol-policy/otelcol-policy-settings", "ConfigMap otelcol-policy/otelcol-policy-config",
+		"PersistentVolumeClaim otelcol-policy/otelcol-policy-state", "Deployment otelcol-policy/otelcol-policy",
+		"Namespace /otelcol-policy-node", "ServiceAccount otelcol-policy-node/otelcol-policy-node",
+		"ConfigMap otelcol-policy-node/otelcol-policy-settings", "ConfigMap otelcol-policy-node/otelcol-policy-node-config",
+		"DaemonSet otelcol-policy-node/otelcol-policy-node", "Service otelcol-policy-node/otelcol-policy-decisions",
+	}, ids)
+
+	// The ClusterRole grants get/list/watch on exactly the receiver's report resources.
+	role := typed[struct {
+		Rules []struct {
+			APIGroups, Resources, Verbs, ResourceNames, NonResourceURLs []string
+		}
+	}](t, find(t, objs, "ClusterRole", "", "otelcol-policy-reports"))
+	granted := map[string][]string{}
+	for _, r := range role.Rules {
+		assert.Equal(t, []string{"get", "list", "watch"}, r.Verbs)
+		assert.Empty(t, r.ResourceNames)
+		assert.Empty(t, r.NonResourceURLs)
+		for _, g := range r.APIGroups {
+			granted[g] = append(granted[g], r.Resources...)
+		}
+	}
+	want := map[string][]string{}
+	for _, k := range receiverKinds(t) {
+		if k.resources == nil {
+			want[k.group] = append(want[k.group], "*")
+		}
+		want[k.group] = append(want[k.group], k.resources...)
+	}
+	for g := range want {
+		sort.Strings(want[g])
+		sort.Strings(granted[g])
+	}
+	assert.Equal(t, want, granted, "ClusterRole otelcol-policy-reports vs receiver/k8sreportsreceiver/kinds.go")
+	assert.NotContains(t, granted, "apiextensions.k8s.io", "the receiver uses discovery, not CRDs")
+
+	// Leader election: one Role in the lease's namespace.
+	leRole := typed[struct{ Rules []map[string][]string }](t, find(t, objs, "Role", saNamespace, "otelcol-policy-leader-election"))
+	assert.Equal(t, []map[string][]string{
+		{"apiGroups": {"coordination.k8s.io"}, "resources": {"leases"}, "verbs": {"create"}},
+		{"apiGroups": {"coordination.k8s.io"}, "resources": {"leases"}, "resourceNames": {leaseName}, "verbs": {"get", "update"}},
+	}, leRole.Rules)
+
+	// Every image of ours is the one the root kustomization sets; the Deployment runs 2 replicas.
+	for _, o := range objs {
+		for _, c := range containers(o) {
+			if name, tag, _ := splitImage(c["image"].(string)); name == imageName {
+				assert.Equal(t, "0.1.0", tag, "%s: the root kustomization's images: newTag", objID(o))
+			}
+		}
+	}
+	dep := typed[struct{ Spec struct{ Replicas int } }](t, find(t, objs, "Deployment", saNamespace, "otelcol-policy"))
+	assert.Equal(t, 2, dep.Spec.Replicas)
+	pvc := typed[corev1.PersistentVolumeClaim](t, find(t, objs, "PersistentVolumeClaim", saNamespace, "otelcol-policy-state"))
+	assert.Equal(t, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}, pvc.Spec.AccessModes)
+	svc := typed[corev1.Service](t, find(t, objs, "Service", nodeNS, "otelcol-policy-decisions"))
+	require.NotNil(t, svc.Spec.InternalTrafficPolicy)
+	assert.Equal(t, corev1.ServiceInternalTrafficPolicyLocal, *svc.Spec.InternalTrafficPolicy)
+	assert.Equal(t, int32(8182), svc.Spec.Ports[0].Port)
+}
+
+// TestKubernetesKustomizeMatchesKubectl compares the minimal kustomize with the real one, when kubectl is there.
+func TestKubernetesKustomizeMatchesKubectl(t *testing.T) {
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		t.Skip("kubectl not installed")
+	}
+	out, err := exec.Command(kubectl, "kustomize", kubernetesDir(t)).Output()
+	require.NoError(t, err)
+	var theirs []string
+	for _, doc := range strings.Split(string(out), "\n---\n") {
+		var m map[string]any
+		require.NoError(t, yaml.Unmarshal([]byte(doc), &m))
+		b, err := json.Marshal(m)
+		require.NoError(t, err)
+		theirs = append(theirs, string(b))
+	}
+	var ours []string
+	for _, o := range kustomize(t, kubernetesDir(t)) {
+		b, err := json.Marshal(o.Object)
+		require.NoError(t, err)
+		ours = append(ours, string(b))
+	}
+	assert.ElementsMatch(t, theirs, ours)
+}
+
+// warnings collects the API server's warning headers (Pod Security "warn" mode answers with them).
+type warnings struct {
+	mu   sync.Mutex
+	msgs []string
+}
+
+func (w *warnings) HandleWarningHeader(_ int, _ string, text string) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.msgs = append(w.msgs, text)
+}
+
+func (w *warnings) take() []string {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	out := w.msgs
+	w.msgs = nil
+	return out
+}
+
+// kubeEnv is a real API server with the test CRDs installed and the manifests' Namespaces, ServiceAccounts and
+// RBAC applied for real.
+type kubeEnv struct {
+	cluster *k8stest.Cluster
+	objs    []*unstructured.Unstructured
+	dc      dynamic.Interface
+	cs      kubernetes.Interface
+	mapper  meta.RESTMapper
+	warn    *warnings
+}
+
+func ctxFor(t *testing.T) context.Context {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	t.Cleanup(cancel)
+	return ctx
+}
+
+func (e *kubeEnv) gvr(t *testing.T, o *unstructured.Unstructured) schema.GroupVersionResource {
+	t.Helper()
+	gvk := o.GroupVersionKind()
+	m, err := e.mapper.RESTMapping(gvk.GroupKind(), gvk.Version)
+	require.NoError(t, err, objID(o))
+	return m.Resource
+}
+
+func (e *kubeEnv) apply(t *testing.T, o *unstructured.Unstructured, dryRun bool) error {
+	t.Helper()
+	opts := metav1.ApplyOptions{FieldManager: "kubernetes-test", Force: true}
+	if dryRun {
+		opts.DryRun = []string{metav1.DryRunAll}
+	}
+	_, err := e.dc.Resource(e.gvr(t, o)).Namespace(o.GetNamespace()).Apply(ctxFor(t), o.GetName(), o, opts)
+	return err
+}
+
+func startKubeEnv(t *testing.T) *kubeEnv {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts etcd and kube-apiserver")
+	}
+	cluster, stop, err := k8stest.Start(t.TempDir())
+	require.NoError(t, err)
+	t.Cleanup(stop)
+	crds, err := filepath.Glob(filepath.Join(collectortest.RepoRoot(t), "receiver", "k8sreportsreceiver", "testdata", "crds", "*.yaml"))
+	require.NoError(t, err)
+	require.NotEmpty(t, crds)
+	for _, p := range crds {
+		cluster.InstallCRDs(t, p)
+	}
+	e := &kubeEnv{cluster: cluster, objs: kustomize(t, kubernetesDir(t)), warn: &warnings{}}
+	cfg := cluster.Config(k8stest.AdminToken)
+	cfg.WarningHandler = e.warn
+	e.dc, err = dynamic.NewForConfig(cfg)
+	require.NoError(t, err)
+	e.cs, err = kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	groups, err := restmapper.GetAPIGroupResources(e.cs.Discovery())
+	require.NoError(t, err)
+	e.mapper = restmapper.NewDiscoveryRESTMapper(groups)
+
+	// The Namespaces for real, then every object with server-side dry-run.
+	for _, o := range e.objs {
+		if o.GetKind() == "Namespace" {
+			require.NoError(t, e.apply(t, o, false), objID(o))
+		}
+	}
+	e.warn.take()
+	for _, o := range e.objs {
+		require.NoError(t, e.apply(t, o, true), "server-side dry-run apply of %s", objID(o))
+		w := e.warn.take()
+		switch o.GetKind() {
+		case "DaemonSet":
+			// Pod Security warns (namespace label warn=restricted) about exactly the documented exceptions: the
+			// host paths and the root init container that prepares them.
+			require.Len(t, w, 1, "%s: %v", objID(o), w)
+			assert.Contains(t, w[0], `would violate PodSecurity "restricted:latest"`)
+			assert.Contains(t, w[0], `restricted volume types (volumes "socket-dir", "queue" use restricted volume type "hostPath")`)
+			for _, m := range regexp.MustCompile(`containers? ((?:"[^"]+"(?:, | and )?)+)`).FindAllStringSubmatch(w[0], -1) {
+				assert.Equal(t, `"prepare-host-dirs"`, m[1], "only the init container deviates from restricted: %s", w[0])
+			}
+		default:
+			assert.Empty(t, w, "%s: API server warnings", objID(o))
+		}
+	}
+	// Real: the identities and RBAC.
+	for _, o := range e.objs {
+		switch o.GetKind() {
+		case "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
+			require.NoError(t, e.apply(t, o, false), objID(o))
+		}
+	}
+	return e
+}
+
+// podOf is a Pod made of a workload's pod template, as its controller would create it.
+func podOf(t *testing.T, w *unstructured.Unstructured, namespace string) *unstructured.Unstructured {
+	t.Helper()
+	tmpl, ok, err := unstructured.NestedMap(w.Object, "spec", "template")
+	require.NoError(t, err)
+	require.True(t, ok)
+	pod := &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "v1", "kind": "Pod", "metadata": tmpl["metadata"], "spec": tmpl["spec"],
+	}}
+	pod.SetName(w.GetName() + "-pod")
+	pod.SetNamespace(namespace)
+	return pod
+}
+
+func (e *kubeEnv) dryRunCreate(t *testing.T, o *unstructured.Unstructured) error {
+	_, err := e.dc.Resource(e.gvr(t, o)).Namespace(o.GetNamespace()).Create(ctxFor(t), o,
+		metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+	return err
+}
+
+// TestKubernetesManifestsOnAPIServer runs the manifests against a real kube-apiserver: every object passes a
+// server-side dry-run apply, Pod Security admission admits the pods (and rejects violations, which shows it is
+// enforcing), and the ServiceAccount can do what the collector needs and nothing else.
+func TestKubernetesManifestsOnAPIServer(t *testing.T) {
+	start := time.Now()
+	e := startKubeEnv(t)
+	t.Logf("API server up, CRDs installed, every object dry-run applied in %s", time.Since(start).Round(time.Millisecond))
+
+	t.Run("PodSecurity", func(t *testing.T) {
+		dep := find(t, e.objs, "Deployment", saNamespace, "otelcol-policy")
+		ds := find(t, e.objs, "DaemonSet", nodeNS, "otelcol-policy-node")
+
+		// Enforce mode applies to Pods (workloads only get warnings), so the pods their controllers would create
+		// are dry-run created.
+		require.NoError(t, e.dryRunCreate(t, podOf(t, dep, saNamespace)), "the Deployment's pod in the restricted namespace")
+		require.NoError(t, e.dryRunCreate(t, podOf(t, ds, nodeNS)), "the DaemonSet's pod in its privileged namespace")
+
+		// Controls: enforcement is on and would catch a regression.
+		bad := podOf(t, dep, saNamespace)
+		containers(bad)[0]["securityContext"].(map[string]any)["allowPrivilegeEscalation"] = true
+		err := e.dryRunCreate(t, bad)
+		require.True(t, apierrors.IsForbidden(err), "%v", err)
+		assert.Contains(t, err.Error(), `violates PodSecurity "restricted:latest": allowPrivilegeEscalation != false`)
+
+		misplaced := podOf(t, ds, saNamespace)
+		podSpec(misplaced)["serviceAccountName"] = saName
+		err = e.dryRunCreate(t, misplaced)
+		require.True(t, apierrors.IsForbidden(err), "the DaemonSet's pod needs its privileged namespace: %v", err)
+		assert.Contains(t, err.Error(), `use restricted volume type "hostPath"`)
+	})
+
+	t.Run("RBAC", func(t *testing.T) { testRBAC(t, e) })
+}
+
+func isForbidden(t *testing.T, err error, what string) {
+	t.Helper()
+	assert.True(t, apierrors.IsForbidden(err), "%s: want Forbidden, got %v", what, err)
+}
+
+func testRBAC(t *testing.T, e *kubeEnv) {
+	// The collector's identity, as the API server sees a pod's ServiceAccount token.
+	cfg := e.cluster.Config(k8stest.AdminToken)
+	cfg.Impersonate = rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:" + saNamespace + ":" + saName,
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + saNamespace, "system:authenticated"},
+	}
+	sa, err := dynamic.NewForConfig(cfg)
+	require.NoError(t, err)
+	saCS, err := kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	ctx := ctxFor(t)
+
+	// Every report resource the receiver reads, as discovery serves it (Gatekeeper: every constraint kind).
+	type res struct {
+		gvr        schema.GroupVersionResource
+		kind       string
+		namespaced bool
+	}
+	var reports []res
+	for _, k := range receiverKinds(t) {
+		gv := schema.GroupVersion{Group: k.group, Version: k.version}
+		list, err := saCS.Discovery().ServerResourcesForGroupVersion(gv.String())
+		require.NoError(t, err, "discovery of %s as the service account", gv)
+		n := 0
+		for _, r := range list.APIResources {
+			if strings.Contains(r.Name, "/") || (k.resources != nil && !slices.Contains(k.resources, r.Name)) {
+				continue
+			}
+			reports = append(reports, res{gv.WithResource(r.Name), r.Kind, r.Namespaced})
+			n++
+		}
+		require.Equal(t, max(len(k.resources), 1), n, "%s: the test CRDs serve the receiver's resources", gv)
+	}
+	require.Len(t, reports, 11)
+
+	e.cluster.CreateNamespace(t, "shop")
+	for _, r := range reports {
+		_, err := sa.Resource(r.gvr).List(ctx, metav1.ListOptions{Limit: 500})
+		assert.NoError(t, err, "list %s across namespaces", r.gvr)
+		if r.namespaced {
+			_, err = sa.Resource(r.gvr).Namespace("shop").List(ctx, metav1.ListOptions{})
+			assert.NoError(t, err, "list %s in a namespace", r.gvr)
+		}
+		obj := &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": r.gvr.GroupVersion().String(), "kind": r.kind, "metadata": map[string]any{"name": "forged"},
+		}}
+		ns := ""
+		if r.namespaced {
+			ns = "shop"
+		}
+		_, err = sa.Resource(r.gvr).Namespace(ns).Create(ctx, obj, metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}})
+		isForbidden(t, err, "create "+r.gvr.String())
+		err = sa.Resource(r.gvr).Namespace(ns).DeleteCollection(ctx, metav1.DeleteOptions{DryRun: []string{metav1.DryRunAll}}, metav1.ListOptions{})
+		isForbidden(t, err, "deletecollection "+r.gvr.String())
+	}
+
+	// One report, written as its engine would: the collector reads and watches it, cannot change or delete it.
+	prGVR := schema.GroupVersionResource{Group: "wgpolicyk8s.io", Version: "v1alpha2", Resource: "policyreports"}
+	e.cluster.Apply(t, prGVR, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "wgpolicyk8s.io/v1alpha2", "kind": "PolicyReport",
+		"metadata": map[string]any{"name": "web", "namespace": "shop"},
+		"results":  []any{map[string]any{"source": "kyverno", "policy": "require-labels", "result": "fail"}},
+	}})
+	got, err := sa.Resource(prGVR).Namespace("shop").Get(ctx, "web", metav1.GetOptions{})
+	require.NoError(t, err)
+	// As the receiver does: list, then watch from the list's resourceVersion.
+	list, err := sa.Resource(prGVR).List(ctx, metav1.ListOptions{})
+	require.NoError(t, err)
+	w, err := sa.Resource(prGVR).Watch(ctx, metav1.ListOptions{ResourceVersion: list.GetResourceVersion(), AllowWatchBookmarks: true})
+	require.NoError(t, err, "watch policyreports across namespaces")
+	changed := got.DeepCopy()
+	changed.SetManagedFields(nil)
+	changed.SetResourceVersion("")
+	changed.Object["results"] = []any{map[string]any{"source": "kyverno", "policy": "require-labels", "result": "pass"}}
+	e.cluster.Apply(t, prGVR, changed)
+	select {
+	case ev := <-w.ResultChan():
+		assert.Equal(t, "MODIFIED", string(ev.Type), "%v", ev.Object)
+	case <-time.After(10 * time.Second):
+		t.Error("no watch event")
+	}
+	w.Stop()
+	got.SetLabels(map[string]string{"tampered": "true"})
+	_, err = sa.Resource(prGVR).Namespace("shop").Update(ctx, got, metav1.UpdateOptions{})
+	isForbidden(t, err, "update a report")
+	_, err = sa.Resource(prGVR).Namespace("shop").Patch(ctx, "web", "application/merge-patch+json", []byte(`{"metadata":{"labels":{"x":"y"}}}`), metav1.PatchOptions{})
+	isForbidden(t, err, "patch a report")
+	err = sa.Resource(prGVR).Namespace("shop").Delete(ctx, "web", metav1.DeleteOptions{})
+	isForbidden(t, err, "delete a report")
+
+	// Leases: the one of leader election, in its namespace only.
+	leases := saCS.CoordinationV1().Leases(saNamespace)
+	holder := "replica-1"
+	lease, err := leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaseName},
+		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder}}, metav1.CreateOptions{})
+	require.NoError(t, err, "create the lease")
+	lease, err = leases.Get(ctx, leaseName, metav1.GetOptions{})
+	require.NoError(t, err, "get the lease")
+	holder = "replica-2"
+	lease.Spec.HolderIdentity = &holder
+	_, err = leases.Update(ctx, lease, metav1.UpdateOptions{})
+	require.NoError(t, err, "update the lease")
+	_, err = leases.List(ctx, metav1.ListOptions{})
+	isForbidden(t, err, "list leases")
+	err = leases.Delete(ctx, leaseName, metav1.DeleteOptions{})
+	isForbidden(t, err, "delete the lease")
+	_, err = leases.Get(ctx, "kube-scheduler", metav1.GetOptions{})
+	isForbidden(t, err, "get another lease in its namespace")
+	for _, ns := range []string{"default", "kube-system", nodeNS} {
+		_, err = saCS.CoordinationV1().Leases(ns).Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaseName}}, metav1.CreateOptions{})
+		isForbidden(t, err, "create a lease in "+ns)
+		_, err = saCS.CoordinationV1().Leases(ns).Get(ctx, leaseName, metav1.GetOptions{})
+		isForbidden(t, err, "get a lease in "+ns)
+	}
+
+	// Nothing else: Secrets (not even its own namespace's), ConfigMaps, Pods, CRDs, events.
+	_, err = e.cs.CoreV1().Secrets(saNamespace).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s"},
+		StringData: map[string]string{"k": "v"}}, metav1.CreateOptions{})
+	require.NoError(t, err)
+	_, err = saCS.CoreV1().Secrets("").List(ctx, metav1.ListOptions{})
+	isForbidden(t, err, "list secrets cluster-wide")
+	_, err = saCS.CoreV1().Secrets(saNamespace).List(ctx, metav1.ListOptions{})
+	isForbidden(t, err, "list secrets in its namespace")
+	_, err = saCS.CoreV1().Secrets(saNamespace).Get(ctx, "s", metav1.GetOptions{})
+	isForbidden(t, err, "get a secret in its namespace")
+	_, err = saCS.CoreV1().Secrets(saNamespace).Watch(ctx, metav1.ListOptions{})
+	isForbidden(t, err, "watch secrets")
+	dry := metav1.CreateOptions{DryRun: []string{metav1.DryRunAll}}
+	_, err = saCS.CoreV1().ConfigMaps(saNamespace).Create(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "c"}}, dry)
+	isForbidden(t, err, "create a configmap")
+	_, err = saCS.CoreV1().ConfigMaps(saNamespace).Update(ctx, &corev1.ConfigMap{ObjectMeta: metav1.ObjectMeta{Name: "otelcol-policy-config"}}, metav1.UpdateOptions{DryRun: []string{metav1.DryRunAll}})
+	isForbidden(t, err, "update its configmap")
+	_, err = saCS.CoreV1().Pods(saNamespace).Create(ctx, &corev1.Pod{ObjectMeta: metav1.ObjectMeta{Name: "p"},
+		Spec: corev1.PodSpec{Containers: []corev1.Container{{Name: "c", Image: "x"}}}}, dry)
+	isForbidden(t, err, "create a pod")
+	err = saCS.CoreV1().Pods(saNamespace).DeleteCollection(ctx, metav1.DeleteOptions{}, metav1.ListOptions{})
+	isForbidden(t, err, "delete pods")
+	_, err = saCS.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
+	isForbidden(t, err, "list pods")
+	_, err = saCS.CoreV1().Events(saNamespace).Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e"}}, dry)
+	isForbidden(t, err, "create an event")
+	_, err = sa.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}).List(ctx, metav1.ListOptions{})
+	isForbidden(t, err, "list CRDs")
+
+	// The DaemonSet's identity has no rights at all.
+	nodeCfg := e.cluster.Config(k8stest.AdminToken)
+	nodeCfg.Impersonate = rest.ImpersonationConfig{
+		UserName: "system:serviceaccount:" + nodeNS + ":otelcol-policy-node",
+		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + nodeNS, "system:authenticated"},
+	}
+	node, err := dynamic.NewForConfig(nodeCfg)
+	require.NoError(t, err)
+	_, err = node.Resource(prGVR).List(ctx, metav1.ListOptions{})
+	isForbidden(t, err, "the DaemonSet's service account lists reports")
+}
+
+// workloadConfig is a collector config of a ConfigMap with the environment of the workload that mounts it.
+type workloadConfig struct {
+	workload *unstructured.Unstructured
+	config   string
+	env      map[string]string
+	mounts   map[string]corev1.VolumeMount // by mount path
+	volumes  map[string]corev1.Volume
+}
+
+func workloadConfigs(t *testing.T, objs []*unstructured.Unstructured) []workloadConfig {
+	t.Helper()
+	configMaps := map[string]*corev1.ConfigMap{}
+	for _, o := range objs {
+		if o.GetKind() == "ConfigMap" {
+			configMaps[o.GetNamespace()+"/"+o.GetName()] = typed[corev1.ConfigMap](t, o)
+		}
+	}
+	var out []workloadConfig
+	used := map[string]bool{}
+	for _, o := range objs {
+		if o.GetKind() != "Deployment" && o.GetKind() != "DaemonSet" {
+			continue
+		}
+		spec := typed[struct {
+			Spec struct{ Template corev1.PodTemplateSpec }
+		}](t, o).Spec.Template.Spec
+		for _, c := range spec.Containers {
+			if name, _, _ := splitImage(c.Image); name != imageName {
+				continue
+			}
+			wc := workloadConfig{workload: o, env: map[string]string{}, mounts: map[string]corev1.VolumeMount{}, volumes: map[string]corev1.Volume{}}
+			for _, ef := range c.EnvFrom {
+				require.NotNil(t, ef.ConfigMapRef, "%s: envFrom", objID(o))
+				cm := configMaps[o.GetNamespace()+"/"+ef.ConfigMapRef.Name]
+				require.NotNil(t, cm, "%s: envFrom ConfigMap %s is not in the manifests", objID(o), ef.ConfigMapRef.Name)
+				used[o.GetNamespace()+"/"+cm.Name] = true
+				for k, v := range cm.Data {
+					wc.env[k] = v
+				}
+			}
+			for _, ev := range c.Env {
+				require.Nil(t, ev.ValueFrom, "%s: env %s", objID(o), ev.Name)
+				wc.env[ev.Name] = ev.Value
+			}
+			for _, v := range spec.Volumes {
+				wc.volumes[v.Name] = v
+			}
+			for _, m := range c.VolumeMounts {
+				wc.mounts[m.MountPath] = m
+			}
+			// The image's ENTRYPOINT with --config of the mounted ConfigMap.
+			require.Empty(t, c.Command, "%s: the image's ENTRYPOINT runs", objID(o))
+			require.Equal(t, []string{"--config=" + configDir + "/config.yaml"}, c.Args, objID(o))
+			m, ok := wc.mounts[configDir]
+			require.True(t, ok, "%s: %s is mounted", objID(o), configDir)
+			vol := wc.volumes[m.Name]
+			require.NotNil(t, vol.ConfigMap, "%s: %s is a ConfigMap", objID(o), configDir)
+			cm := configMaps[o.GetNamespace()+"/"+vol.ConfigMap.Name]
+			require.NotNil(t, cm, "%s: ConfigMap %s is not in the manifests", objID(o), vol.ConfigMap.Name)
+			used[o.GetNamespace()+"/"+cm.Name] = true
+			wc.config = cm.Data["config.yaml"]
+			require.NotEmpty(t, wc.config, "ConfigMap %s has config.yaml", cm.Name)
+
+			// GOMEMLIMIT below the memory limit (about 80%).
+			limit := c.Resources.Limits[corev1.ResourceMemory]
+			require.False(t, limit.IsZero(), "%s: memory limit", objID(o))
+			gml := resource.MustParse(strings.TrimSuffix(wc.env["GOMEMLIMIT"], "B"))
+			ratio := float64(gml.Value()) / float64(limit.Value())
+			assert.True(t, ratio >= 0.7 && ratio <= 0.9, "%s: GOMEMLIMIT is %.0f%% of the memory limit", objID(o), ratio*100)
+			out = append(out, wc)
+		}
+	}
+	for id := range configMaps {
+		assert.True(t, used[id], "ConfigMap %s is used by a workload", id)
+	}
+	require.Len(t, out, 2)
+	return out
+}
+
+var envRef = regexp.MustCompile(`\$\{env:([A-Za-z_][A-Za-z0-9_]*)(:-[^}]*)?\}`)
+
+// TestKubernetesConfigsValidate: each workload's collector config is valid for this binary with the environment
+// the workload gives it, and writes only where the read-only root file system has a volume.
+func TestKubernetesConfigsValidate(t *testing.T) {
+	for _, wc := range workloadConfigs(t, kustomize(t, kubernetesDir(t))) {
+		t.Run(wc.workload.GetKind(), func(t *testing.T) {
+			for _, m := range envRef.FindAllStringSubmatch(wc.config, -1) {
+				if m[2] == "" {
+					assert.Contains(t, wc.env, m[1], "${env:%s} is set by the pod", m[1])
+				}
+			}
+			path := filepath.Join(t.TempDir(), "config.yaml")
+			require.NoError(t, os.WriteFile(path, []byte(wc.config), 0o600))
+			cmd := exec.Command(collectortest.Binary(t), "validate", "--config="+path)
+			cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+			for k, v := range wc.env {
+				cmd.Env = append(cmd.Env, k+"="+v)
+			}
+			out, err := cmd.CombinedOutput()
+			require.NoError(t, err, "otelcol-policy validate:\n%s", out)
+
+			var cfg struct {
+				Extensions map[string]map[string]any
+				Receivers  map[string]map[string]any
+				Service    struct{ Extensions []string }
+			}
+			require.NoError(t, yaml.Unmarshal([]byte(wc.config), &cfg))
+			// Every directory the collector writes is a writable volume mount (the root file system is read-only).
+			writable := func(dir string) {
+				t.Helper()
+				m, ok := wc.mounts[dir]
+				require.True(t, ok, "%s is a volume mount", dir)
+				assert.False(t, m.ReadOnly, "%s is writable", dir)
+			}
+			for id, ext := range cfg.Extensions {
+				if strings.HasPrefix(id, "file_storage") {
+					writable(ext["directory"].(string))
+				}
+			}
+			if dl, ok := cfg.Receivers["decision_logs"]; ok {
+				for _, s := range dl["ndjson"].([]any) {
+					writable(filepath.Dir(s.(map[string]any)["endpoint"].(string)))
+				}
+			}
+			// The probes ask health_check.
+			_, port, _ := strings.Cut(cfg.Extensions["health_check"]["endpoint"].(string), ":")
+			var c corev1.Container
+			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(containers(wc.workload)[len(containers(wc.workload))-1], &c))
+			var health int32
+			for _, p := range c.Ports {
+				if p.Name == "health" {
+					health = p.ContainerPort
+				}
+			}
+			assert.Equal(t, port, strconv.Itoa(int(health)))
+			require.NotNil(t, c.LivenessProbe)
+			require.NotNil(t, c.ReadinessProbe)
+			assert.Equal(t, "health", c.LivenessProbe.HTTPGet.Port.String())
+			assert.Equal(t, "health", c.ReadinessProbe.HTTPGet.Port.String())
+		})
+	}
+}
+
+// dockerfile is the instructions of the Dockerfile, grouped by stage.
+type dockerStage struct {
+	from, name string
+	instrs     [][2]string // instruction, arguments
+}
+
+func parseDockerfile(t *testing.T, path string) []dockerStage {
+	t.Helper()
+	f, err := os.Open(path)
+	require.NoError(t, err)
+	defer f.Close()
+	var stages []dockerStage
+	sc := bufio.NewScanner(f)
+	var line string
+	for sc.Scan() {
+		l := strings.TrimSpace(sc.Text())
+		if strings.HasPrefix(l, "#") || (l == "" && line == "") {
+			continue
+		}
+		if strings.HasSuffix(l, "\\") {
+			line += strings.TrimSuffix(l, "\\") + " "
+			continue
+		}
+		line += l
+		instr, args, _ := strings.Cut(line, " ")
+		instr, args, line = strings.ToUpper(instr), strings.TrimSpace(args), ""
+		if instr == "FROM" {
+			f := strings.Fields(args)
+			s := dockerStage{from: f[0]}
+			if len(f) == 3 && strings.EqualFold(f[1], "AS") {
+				s.name = f[2]
+			}
+			stages = append(stages, s)
+			continue
+		}
+		require.NotEmpty(t, stages, "%s before FROM", instr)
+		stages[len(stages)-1].instrs = append(stages[len(stages)-1].instrs, [2]string{instr, args})
+	}
+	require.NoError(t, sc.Err())
+	return stages
+}
+
+func (s dockerStage) all(instr string) []string {
+	var out []string
+	for _, i := range s.instrs {
+		if i[0] == instr {
+			out = append(out, i[1])
+		}
+	}
+	return out
+}
+
+// TestDockerfile checks what can be checked of the image without a Docker engine: the build does what `make
+// build` does for the same Go, OCB and sources, the binary is static, and the final stage runs it as the
+// non-root user, at the path and with the config path the Kubernetes manifests expect. No test builds the image.
+func TestDockerfile(t *testing.T) {
+	root := collectortest.RepoRoot(t)
+	stages := parseDockerfile(t, filepath.Join(root, "distributions", "otelcol-policy", "Dockerfile"))
+	require.Len(t, stages, 2)
+	build, final := stages[0], stages[1]
+
+	// Build stage: Go of go.mod, OCB of the Makefile, static.
+	gomod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	require.NoError(t, err)
+	goVersion := regexp.MustCompile(`(?m)^go (\d+\.\d+)`).FindSubmatch(gomod)
+	require.NotNil(t, goVersion)
+	assert.Equal(t, "golang:"+string(goVersion[1]), build.from)
+	makefile, err := os.ReadFile(filepath.Join(root, "Makefile"))
+	require.NoError(t, err)
+	ocb := regexp.MustCompile(`(?m)^OCB_VERSION\s*:=\s*(\S+)`).FindSubmatch(makefile)
+	require.NotNil(t, ocb)
+	assert.Contains(t, build.all("ARG"), "OCB_VERSION="+string(ocb[1]))
+	assert.Contains(t, strings.Join(build.all("RUN"), "\n"), "go install go.opentelemetry.io/collector/cmd/builder@${OCB_VERSION}")
+	assert.Contains(t, strings.Fields(strings.Join(build.all("ENV"), " ")), "CGO_ENABLED=0")
+	runs := strings.Join(build.all("RUN"), "\n")
+	assert.Contains(t, runs, "builder --config builder-config.yaml")
+	assert.Contains(t, runs, "grep -q 'CGO_ENABLED=0'", "the build fails on a dynamic binary")
+
+	// OCB writes dist.output_path/dist.name; that is what the final stage copies.
+	var bc struct {
+		Dist struct {
+			Name       string `json:"name"`
+			OutputPath string `json:"output_path"`
+			Version    string `json:"version"`
+		} `json:"dist"`
+	}
+	raw, err := os.ReadFile(filepath.Join(root, "builder-config.yaml"))
+	require.NoError(t, err)
+	require.NoError(t, yaml.Unmarshal(raw, &bc))
+	assert.Contains(t, runs, "cp "+filepath.Join(bc.Dist.OutputPath, bc.Dist.Name)+" /out/otelcol-policy")
+
+	// The sources copied into the build stage hold every package of this module the distribution imports.
+	var copied []string
+	for _, c := range build.all("COPY") {
+		f := strings.Fields(c)
+		for _, src := range f[:len(f)-1] {
+			_, err := os.Stat(filepath.Join(root, src))
+			require.NoError(t, err, "COPY %s", src)
+			copied = append(copied, filepath.Clean(src))
+		}
+	}
+	assert.Subset(t, copied, []string{"go.mod", "go.sum", "builder-config.yaml"})
+	imports := regexp.MustCompile(`import:\s*(\S+)`).FindAllSubmatch(raw, -1)
+	args := []string{"list", "-deps", "-f", "{{if .Module}}{{if .Module.Main}}{{.Dir}}{{end}}{{end}}"}
+	for _, m := range imports {
+		if strings.HasPrefix(string(m[1]), "github.com/otelcol-policy/otelcol-policy/") {
+			args = append(args, string(m[1]))
+		}
+	}
+	require.Greater(t, len(args), 4)
+	cmd := exec.Command("go", args...)
+	cmd.Dir = root
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	for _, dir := range strings.Fields(string(out)) {
+		rel, err := filepath.Rel(root, dir)
+		require.NoError(t, err)
+		top := strings.Split(rel, string(filepath.Separator))[0]
+		assert.Contains(t, copied, top, "package %s is built but not copied into the build stage", rel)
+	}
+
+	// `make build` with the same builder config makes a static binary (the Dockerfile's RUN checks it too).
+	info, err := buildinfo.ReadFile(collectortest.Binary(t))
+	require.NoError(t, err)
+	settings := map[string]string{}
+	for _, s := range info.Settings {
+		settings[s.Key] = s.Value
+	}
+	assert.Equal(t, "0", settings["CGO_ENABLED"], "bin/otelcol-policy is static")
+
+	// Final stage: distroless static, non-root 10001, the binary and config paths of the manifests.
+	assert.Equal(t, "gcr.io/distroless/static-debian12:nonroot", final.from)
+	assert.Equal(t, []string{"10001:10001"}, final.all("USER"))
+	assert.Equal(t, []string{`["` + binaryInPath + `"]`}, final.all("ENTRYPOINT"))
+	assert.Equal(t, []string{`["--config=` + configDir + `/config.yaml"]`}, final.all("CMD"))
+	copies := final.all("COPY")
+	assert.Contains(t, copies, "--from=build /out/otelcol-policy "+binaryInPath)
+	assert.Contains(t, copies, "distributions/otelcol-policy/config.yaml "+configDir+"/config.yaml")
+	assert.ElementsMatch(t, []string{"4317", "4318", "8182", "13133"}, strings.Fields(strings.Join(final.all("EXPOSE"), " ")))
+	for _, r := range final.all("RUN") {
+		t.Errorf("the final stage has no shell: RUN %s", r)
+	}
+
+	// The manifests run this image (tagged with the distribution's version) as the same user, with the same
+	// config path, with no command of their own (see TestKubernetesConfigsValidate).
+	objs := kustomize(t, kubernetesDir(t))
+	n := 0
+	for _, o := range objs {
+		var spec corev1.PodSpec
+		if ps := podSpec(o); ps != nil {
+			require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(ps, &spec))
+		}
+		for _, c := range spec.Containers {
+			name, tag, _ := splitImage(c.Image)
+			if name != imageName {
+				continue
+			}
+			n++
+			assert.Equal(t, bc.Dist.Version, tag, objID(o))
+			require.NotNil(t, c.SecurityContext)
+			assert.Equal(t, int64(10001), *c.SecurityContext.RunAsUser, objID(o))
+			assert.Equal(t, int64(10001), *c.SecurityContext.RunAsGroup, objID(o))
+			assert.True(t, *c.SecurityContext.RunAsNonRoot, objID(o))
+			assert.True(t, *c.SecurityContext.ReadOnlyRootFilesystem, objID(o))
+			assert.False(t, *c.SecurityContext.AllowPrivilegeEscalation, objID(o))
+			assert.Equal(t, []corev1.Capability{"ALL"}, c.SecurityContext.Capabilities.Drop, objID(o))
+			assert.Empty(t, c.SecurityContext.Capabilities.Add, objID(o))
+			assert.Equal(t, corev1.SeccompProfileTypeRuntimeDefault, c.SecurityContext.SeccompProfile.Type, objID(o))
+		}
+	}
+	assert.Equal(t, 2, n, "the Deployment and the DaemonSet run the image")
+}
+
+// otlpSink is an OTLP/HTTP logs endpoint that records what it receives.
+type otlpSink struct {
+	mu      sync.Mutex
+	records []string // policy.name policy.result policy.result.state
+}
+
+func (s *otlpSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	var in io.Reader = r.Body
+	if r.Header.Get("Content-Encoding") == "gzip" {
+		gz, err := gzip.NewReader(r.Body)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		in = gz
+	}
+	body, err := io.ReadAll(in)
+	req := plogotlp.NewExportRequest()
+	if err == nil {
+		err = req.UnmarshalProto(body)
+	}
+	if err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	for _, rl := range req.Logs().ResourceLogs().All() {
+		for _, sl := range rl.ScopeLogs().All() {
+			for _, lr := range sl.LogRecords().All() {
+				get := func(k string) string {
+					v, _ := lr.Attributes().Get(k)
+					return v.AsString()
+				}
+				s.records = append(s.records, get("policy.name")+" "+get("policy.result")+" "+get("policy.result.state"))
+			}
+		}
+	}
+	s.mu.Unlock()
+	out, _ := plogotlp.NewExportResponse().MarshalProto()
+	w.Header().Set("Content-Type", "application/x-protobuf")
+	_, _ = w.Write(out)
+}
+
+func (s *otlpSink) got() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.records)
+}
+
+func (s *otlpSink) wait(t *testing.T, n int) []string {
+	t.Helper()
+	collectortest.Eventually(t, 30*time.Second, func() error {
+		if got := s.got(); len(got) < n {
+			return fmt.Errorf("%d of %d records: %v", len(got), n, got)
+		}
+		return nil
+	})
+	return s.got()
+}
+
+// TestKubernetesDeploymentReplicasHandOver runs the Deployment's collector config twice, as two replicas would:
+// the real binary, as the ServiceAccount (a kubeconfig impersonating it, so the manifests' RBAC is what
+// authorizes it), with the shared state directory of the ReadWriteMany volume and a queue directory each. One
+// replica leads and ships the reports; when it stops, the other takes over from the shared state without
+// re-sending, and ships what changes next.
+func TestKubernetesDeploymentReplicasHandOver(t *testing.T) {
+	e := startKubeEnv(t)
+	ctx := ctxFor(t)
+	var config string
+	for _, wc := range workloadConfigs(t, e.objs) {
+		if wc.workload.GetKind() == "Deployment" {
+			config = wc.config
+		}
+	}
+	prGVR := schema.GroupVersionResource{Group: "wgpolicyk8s.io", Version: "v1alpha2", Resource: "policyreports"}
+	e.cluster.CreateNamespace(t, "shop")
+	report := func(result string) *unstructured.Unstructured {
+		return &unstructured.Unstructured{Object: map[string]any{
+			"apiVersion": "wgpolicyk8s.io/v1alpha2", "kind": "PolicyReport",
+			"metadata": map[string]any{"name": "web", "namespace": "shop"},
+			"scope":    map[string]any{"apiVersion": "v1", "kind": "Pod", "namespace": "shop", "name": "web-0"},
+			"results":  []any{map[string]any{"source": "kyverno", "policy": "require-labels", "rule": "check-team", "result": result}},
+		}}
+	}
+	e.cluster.Apply(t, prGVR, report("fail"))
+
+	sink := &otlpSink{}
+	srv := httptest.NewServer(sink)
+	t.Cleanup(srv.Close)
+
+	// The ServiceAccount's identity: an admin token impersonating it.
+	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
+	require.NoError(t, os.WriteFile(kubeconfig, fmt.Appendf(nil, `apiVersion: v1
+kind: Config
+clusters:
+- name: test
+  cluster: {server: %s, certificate-authority: %s}
+users:
+- name: sa
+  user:
+    token: %s
+    as: system:serviceaccount:%s:%s
+    as-groups: [system:serviceaccounts, "system:serviceaccounts:%s", system:authenticated]
+contexts:
+- name: test
+  context: {cluster: test, user: sa}
+current-context: test
+`, e.cluster.URL, e.cluster.Config("").CAFile, k8stest.AdminToken, saNamespace, saName, saNamespace), 0o600))
+
+	shared := t.TempDir()
+	base := filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(base, []byte(config), 0o600))
+	type replica struct {
+		c      *collectortest.Collector
+		health string
+	}
+	startReplica := func(name string) replica {
+		dir := filepath.Join(t.TempDir(), name)
+		require.NoError(t, os.MkdirAll(dir, 0o700))
+		health := collectortest.FreePort(t)
+		// Only what differs outside a pod: the API server (no in-cluster token here), the volumes' paths and
+		// the health port.
+		overlay := filepath.Join(dir, "overlay.yaml")
+		require.NoError(t, os.WriteFile(overlay, fmt.Appendf(nil, `extensions:
+  health_check: {endpoint: "127.0.0.1:%d"}
+  k8s_leader_elector: {auth_type: kubeConfig, lease_duration: 6s, renew_deadline: 4s, retry_period: 1s}
+  file_storage/shared: {directory: %s}
+  file_storage/local: {directory: %s}
+receivers:
+  k8s_reports: {auth_type: kubeConfig}
+service:
+  telemetry:
+    metrics: {level: none}
+`, health, shared, filepath.Join(dir, "queue")), 0o600))
+		c := collectortest.StartEnv(t, dir, []string{"KUBECONFIG=" + kubeconfig, "CLUSTER_NAME=test", "OTLP_ENDPOINT=" + srv.URL}, base, overlay)
+		url := fmt.Sprintf("http://127.0.0.1:%d/", health)
+		c.WaitHealthy(url)
+		return replica{c, url}
+	}
+	a := startReplica("a")
+	b := startReplica("b")
+
+	assert.Equal(t, []string{"require-labels fail new"}, sink.wait(t, 1))
+	lease, err := e.cs.CoordinationV1().Leases(saNamespace).Get(ctx, leaseName, metav1.GetOptions{})
+	require.NoError(t, err)
+	require.NotNil(t, lease.Spec.HolderIdentity)
+	leader, follower := a, b
+	if !strings.Contains(a.c.Output(), "Started leading") {
+		leader, follower = b, a
+	}
+	require.Contains(t, leader.c.Output(), "Started leading")
+	assert.NotContains(t, follower.c.Output(), "Started leading")
+	assert.NotContains(t, leader.c.Output()+follower.c.Output(), "forbidden", "RBAC allows what the collector does")
+
+	// The leader stops (a rollout): it releases the lease, the follower takes over from the shared state.
+	leader.c.Stop()
+	follower.c.WaitOutput("Started leading", 30*time.Second)
+	follower.c.WaitHealthy(follower.health)
+	time.Sleep(3 * time.Second)
+	assert.Len(t, sink.got(), 1, "the new leader continues from the shared state: nothing re-sent")
+	e.cluster.Apply(t, prGVR, report("pass"))
+	assert.Equal(t, []string{"require-labels fail new", "require-labels pass changed"}, sink.wait(t, 2))
+	follower.c.Stop()
+}
