@@ -1,0 +1,290 @@
+// Package crash is the crash test of the distribution: an OPA-like client streams decisions at a fixed rate
+// into the decision_logs receiver while the collector, exporting to MinIO through the s3 exporter on a persistent
+// sending_queue, is killed with SIGKILL several times and restarted on the same data directory. Every decision
+// the collector answered 200 for must end up in MinIO; duplicates are counted and reported. See README.md.
+package crash
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
+	"github.com/otelcol-policy/otelcol-policy/internal/miniotest"
+)
+
+// scale of one run: TESTBED_SCALE=full for `make testbed`, a short run otherwise.
+type scale struct {
+	Name      string        `json:"scale"`
+	Rate      int           `json:"rate_per_s"`
+	ChunkSize int           `json:"events_per_upload"`
+	Duration  time.Duration `json:"-"`
+	Kills     int           `json:"kills"`
+}
+
+func currentScale() scale {
+	if os.Getenv("TESTBED_SCALE") == "full" {
+		return scale{Name: "full", Rate: 1000, ChunkSize: 50, Duration: 2 * time.Minute, Kills: 6}
+	}
+	return scale{Name: "short", Rate: 200, ChunkSize: 20, Duration: 15 * time.Second, Kills: 3}
+}
+
+// result is what a run reports (t.Logf, and $TESTBED_RESULTS_DIR/crash-<scale>.json when set).
+type result struct {
+	scale
+	DurationS     float64     `json:"stream_s"`
+	Date          string      `json:"date"`
+	Generated     int         `json:"generated"`
+	Accepted      int         `json:"accepted"`
+	StoredLines   int         `json:"stored_lines"`
+	Distinct      int         `json:"distinct_ids"`
+	Duplicates    int         `json:"duplicate_lines"`
+	DuplicatedIDs int         `json:"duplicated_ids"`
+	DuplicateRate float64     `json:"duplicate_rate"`
+	Objects       int         `json:"objects"`
+	Restarts      []float64   `json:"restart_s"` // kill to healthy, per kill
+	DrainS        float64     `json:"drain_s"`   // end of the stream to everything stored
+	WallS         float64     `json:"wall_s"`
+	Client        clientStats `json:"client"`
+}
+
+func config(healthPort, opaPort, metricsPort int, storageDir, endpoint, bucket string) string {
+	return fmt.Sprintf(`
+extensions:
+  health_check:
+    endpoint: 127.0.0.1:%d
+  file_storage:
+    directory: %s
+    create_directory: true
+receivers:
+  decision_logs:
+    cluster_name: crash-test
+    opa:
+      endpoint: 127.0.0.1:%d
+exporters:
+  s3:
+    s3uploader:
+      endpoint: %s
+      region: %s
+      s3_bucket: %s
+      s3_force_path_style: true
+      compression: gzip
+    timeout: 10s
+    retry_on_failure:
+      enabled: true
+      initial_interval: 100ms
+      max_interval: 1s
+      max_elapsed_time: 0s
+    sending_queue:
+      storage: file_storage
+      queue_size: 100000
+service:
+  extensions: [health_check, file_storage]
+  pipelines:
+    logs:
+      receivers: [decision_logs]
+      exporters: [s3]
+  telemetry:
+    logs:
+      level: info
+    metrics:
+      readers:
+        - pull:
+            exporter:
+              prometheus:
+                host: 127.0.0.1
+                port: %d
+`, healthPort, storageDir, opaPort, endpoint, miniotest.Region, bucket, metricsPort)
+}
+
+func TestCrashNothingLost(t *testing.T) {
+	sc := currentScale()
+	began := time.Now()
+	minio := miniotest.Start(t) // skips under -short
+	const bucket = "decisions"
+	minio.CreateBucket(bucket)
+
+	dir := t.TempDir()
+	healthPort, opaPort, metricsPort := collectortest.FreePort(t), collectortest.FreePort(t), collectortest.FreePort(t)
+	cfgPath := filepath.Join(dir, "config.yaml")
+	require.NoError(t, os.WriteFile(cfgPath, []byte(config(healthPort, opaPort, metricsPort,
+		filepath.Join(dir, "storage"), minio.Endpoint(), bucket)), 0o600))
+	env := []string{
+		"KUBECONFIG=" + filepath.Join(dir, "no-kubeconfig"),
+		"AWS_ACCESS_KEY_ID=" + minio.AccessKey,
+		"AWS_SECRET_ACCESS_KEY=" + minio.SecretKey,
+		"AWS_EC2_METADATA_DISABLED=true",
+	}
+	healthURL := fmt.Sprintf("http://127.0.0.1:%d/", healthPort)
+	start := func() *collectortest.Collector {
+		c := collectortest.StartEnv(t, dir, env, cfgPath)
+		c.WaitHealthy(healthURL)
+		return c
+	}
+	c := start()
+
+	runID := randomHex(4)
+	client := newOPAClient(fmt.Sprintf("http://127.0.0.1:%d/logs", opaPort), runID, sc.Rate, sc.ChunkSize, sc.Duration)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	clientDone := make(chan struct{})
+	streamStart := time.Now()
+	go client.run(ctx, clientDone)
+	defer func() { cancel(); <-clientDone }()
+
+	// Kill at evenly spaced moments of the stream, each time only once the restarted collector accepted an
+	// upload (so every kill hits a collector that is taking data), then restart on the same directory and ports.
+	var restarts []float64
+	for k := 1; k <= sc.Kills; k++ {
+		at := streamStart.Add(sc.Duration * time.Duration(k) / time.Duration(sc.Kills+1))
+		time.Sleep(time.Until(at)) // schedules the kill; correctness never depends on it
+		before := client.acceptedCount()
+		collectortest.Eventually(t, 60*time.Second, func() error {
+			if n := client.acceptedCount(); n <= before && k > 1 {
+				return fmt.Errorf("the restarted collector accepted no upload yet (%d accepted)", n)
+			}
+			return nil
+		})
+		pid := c.Pid()
+		killedAt := time.Now()
+		require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
+		collectortest.Eventually(t, 30*time.Second, func() error {
+			if !processGone(pid) {
+				return fmt.Errorf("collector %d still running after SIGKILL", pid)
+			}
+			return nil
+		})
+		t.Logf("kill %d at %.1fs: %d decisions accepted so far", k, time.Since(streamStart).Seconds(), client.acceptedCount())
+		c = start()
+		restarts = append(restarts, time.Since(killedAt).Seconds())
+	}
+
+	// The client uploads until every generated chunk was answered 200.
+	generated := client.chunks * sc.ChunkSize
+	select {
+	case <-clientDone:
+	case <-time.After(sc.Duration + 3*time.Minute):
+		t.Fatalf("the client did not get all uploads accepted: %d of %d accepted", client.acceptedCount(), generated)
+	}
+	require.NoError(t, client.failure())
+	streamEnd := time.Now()
+	accepted := client.acceptedIDs()
+	require.Len(t, accepted, generated, "every generated decision is eventually accepted")
+
+	// Drain: poll MinIO until every accepted id is stored, then until neither the queue holds anything nor the
+	// number of stored lines grows (late replays of the persistent queue would add duplicates).
+	reader := newBucketReader(minio.Client(), bucket)
+	readCtx, readCancel := context.WithTimeout(context.Background(), 10*time.Minute)
+	defer readCancel()
+	drainTimeout := 3*time.Minute + sc.Duration
+	var perID map[string]int
+	var lines, objects int
+	collectortest.Eventually(t, drainTimeout, func() error {
+		if err := reader.refresh(readCtx); err != nil {
+			return err
+		}
+		perID, lines, objects = reader.counts()
+		missing := 0
+		for _, id := range accepted {
+			if perID[id] == 0 {
+				missing++
+			}
+		}
+		if missing > 0 {
+			return fmt.Errorf("%d of %d accepted decisions not in MinIO yet (%d objects, %d lines)",
+				missing, len(accepted), objects, lines)
+		}
+		return nil
+	})
+	metricsURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)
+	stable, lastLines := 0, -1
+	collectortest.Eventually(t, 2*time.Minute, func() error {
+		if err := reader.refresh(readCtx); err != nil {
+			return err
+		}
+		perID, lines, objects = reader.counts()
+		q, err := queueSize(metricsURL)
+		if err != nil {
+			return err
+		}
+		if q != 0 || lines != lastLines {
+			stable, lastLines = 0, lines
+			return fmt.Errorf("still draining: queue %d, %d lines", q, lines)
+		}
+		if stable++; stable < 10 { // ~1s of polls without change
+			return fmt.Errorf("waiting for the line count to settle (%d lines)", lines)
+		}
+		return nil
+	})
+	drain := time.Since(streamEnd)
+
+	// Nothing lost, nothing foreign.
+	want := make(map[string]bool, len(accepted))
+	for _, id := range accepted {
+		want[id] = true
+	}
+	var lost, foreign []string
+	for _, id := range accepted {
+		if perID[id] == 0 {
+			lost = append(lost, id)
+		}
+	}
+	dupIDs := 0
+	for id, n := range perID {
+		if !want[id] {
+			foreign = append(foreign, id)
+		}
+		if n > 1 {
+			dupIDs++
+		}
+	}
+	slices.Sort(lost)
+	slices.Sort(foreign)
+	require.Empty(t, lost, "accepted decisions missing from MinIO")
+	require.Empty(t, foreign, "decisions in MinIO that were never generated")
+	require.Len(t, want, len(accepted), "decision ids are unique")
+
+	res := result{
+		scale: sc, DurationS: sc.Duration.Seconds(), Date: time.Now().UTC().Format(time.DateOnly),
+		Generated: generated, Accepted: len(accepted), StoredLines: lines, Distinct: len(perID),
+		Duplicates: lines - len(perID), DuplicatedIDs: dupIDs, Objects: objects,
+		DuplicateRate: float64(lines-len(perID)) / float64(len(perID)),
+		Restarts:      restarts, DrainS: round(drain.Seconds()), WallS: round(time.Since(began).Seconds()),
+		Client: client.stats(),
+	}
+	for i := range res.Restarts {
+		res.Restarts[i] = round(res.Restarts[i])
+	}
+	t.Logf("scale %s: %d decisions at %d/s in uploads of %d, %d SIGKILLs (restart to healthy: %v s)",
+		sc.Name, generated, sc.Rate, sc.ChunkSize, sc.Kills, res.Restarts)
+	t.Logf("accepted %d, stored %d lines in %d objects, %d distinct ids: lost 0, duplicates %d lines of %d ids (rate %.4f%%)",
+		res.Accepted, res.StoredLines, res.Objects, res.Distinct, res.Duplicates, res.DuplicatedIDs, 100*res.DuplicateRate)
+	t.Logf("client: %+v; drained %.1fs after the stream ended; wall %.1fs", res.Client, res.DrainS, res.WallS)
+
+	if out := os.Getenv("TESTBED_RESULTS_DIR"); out != "" {
+		b, err := json.MarshalIndent(res, "", "  ")
+		require.NoError(t, err)
+		require.NoError(t, os.MkdirAll(out, 0o755))
+		path := filepath.Join(out, "crash-"+sc.Name+".json")
+		require.NoError(t, os.WriteFile(path, append(b, '\n'), 0o644))
+		t.Logf("wrote %s", path)
+	}
+}
+
+func round(f float64) float64 { return float64(int(f*100+0.5)) / 100 }
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
