@@ -30,7 +30,7 @@ METADATA := $(shell find receiver processor exporter extension connector -name m
 
 GO_TEST_FLAGS ?= -race -count=1 -timeout 40m
 
-.PHONY: all build run test test-unit test-servers bench-k8sreports bench-decisionlogs lint generate tools clean demo demo-stop
+.PHONY: all build run test test-unit test-servers testbed bench-k8sreports bench-decisionlogs lint generate tools clean demo demo-stop
 
 all: lint build test
 
@@ -85,6 +85,12 @@ bench-k8sreports: build test-servers
 ## bench-decisionlogs: decisions/s over NDJSON and OPA uploads next to the otlp receiver, in the real binary
 bench-decisionlogs: build
 	OTELCOL_POLICY_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench DecisionLogs -benchtime 1x -timeout 30m ./testbed/decisionlogs/
+
+## testbed: the delivery tests at full scale (SIGKILL crashes with 120,000 decisions, report watcher restart,
+## bad input corpus); results in testbed/results/ (about 5 minutes)
+testbed: build test-servers
+	TESTBED_SCALE=full OTELCOL_POLICY_BIN=$(CURDIR)/$(BIN) CACHE_DIR=$(CACHE_DIR) \
+	  $(GO) test -count=1 -timeout 30m -v ./testbed/crash/ ./testbed/restart/ $(wildcard ./testbed/badinput/)
 
 ## lint: gofmt and go vet
 lint:
