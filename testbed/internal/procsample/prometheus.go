@@ -1,0 +1,93 @@
+package procsample
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+)
+
+// scrape fetches the Prometheus text exposition at url.
+func scrape(client *http.Client, url string) (string, error) {
+	resp, err := client.Get(url)
+	if err != nil {
+		return "", err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return "", fmt.Errorf("%s answered %s", url, resp.Status)
+	}
+	b, err := io.ReadAll(resp.Body)
+	return string(b), err
+}
+
+// sumMetric adds up every series of the metric name whose line contains each of the comma-separated
+// substrings of labels (e.g. `receiver="decision_logs",transport="unix"`; "" takes every series). A counter
+// may be exposed with the `_total` suffix the Prometheus exporter adds, so name matches both. found is false
+// when no series matched, which tells "not exposed yet" apart from zero.
+func sumMetric(text, name, labels string) (sum float64, found bool) {
+	var filters []string
+	if labels != "" {
+		filters = strings.Split(labels, ",")
+	}
+	sc := bufio.NewScanner(strings.NewReader(text))
+	sc.Buffer(make([]byte, 0, 64*1024), 1024*1024)
+	for sc.Scan() {
+		line := sc.Text()
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		metric, rest := splitName(line)
+		if metric != name && metric != name+"_total" {
+			continue
+		}
+		if !containsAll(rest, filters) {
+			continue
+		}
+		v, ok := value(rest)
+		if !ok {
+			continue
+		}
+		sum += v
+		found = true
+	}
+	return sum, found
+}
+
+// splitName splits a sample line into the metric name and the rest (labels, value, optional timestamp).
+func splitName(line string) (name, rest string) {
+	i := strings.IndexAny(line, "{ ")
+	if i < 0 {
+		return line, ""
+	}
+	return line[:i], line[i:]
+}
+
+// value is the sample value: the first field after the label set (a timestamp may follow it).
+func value(rest string) (float64, bool) {
+	if strings.HasPrefix(rest, "{") {
+		// Label values may contain spaces and braces inside quotes; the label set ends at the last '}'.
+		end := strings.LastIndexByte(rest, '}')
+		if end < 0 {
+			return 0, false
+		}
+		rest = rest[end+1:]
+	}
+	f := strings.Fields(rest)
+	if len(f) == 0 {
+		return 0, false
+	}
+	v, err := strconv.ParseFloat(f[0], 64)
+	return v, err == nil
+}
+
+func containsAll(s string, subs []string) bool {
+	for _, sub := range subs {
+		if !strings.Contains(s, sub) {
+			return false
+		}
+	}
+	return true
+}
