@@ -6,13 +6,10 @@ package crash
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"syscall"
 	"testing"
 	"time"
@@ -21,6 +18,8 @@ import (
 
 	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
 	"github.com/otelcol-policy/otelcol-policy/internal/miniotest"
+	"github.com/otelcol-policy/otelcol-policy/testbed/internal/arrivals"
+	"github.com/otelcol-policy/otelcol-policy/testbed/internal/loadclient"
 )
 
 // scale of one run: TESTBED_SCALE=full for `make testbed`, a short run otherwise.
@@ -42,20 +41,15 @@ func currentScale() scale {
 // result is what a run reports (t.Logf, and $TESTBED_RESULTS_DIR/crash-<scale>.json when set).
 type result struct {
 	scale
-	DurationS     float64     `json:"stream_s"`
-	Date          string      `json:"date"`
-	Generated     int         `json:"generated"`
-	Accepted      int         `json:"accepted"`
-	StoredLines   int         `json:"stored_lines"`
-	Distinct      int         `json:"distinct_ids"`
-	Duplicates    int         `json:"duplicate_lines"`
-	DuplicatedIDs int         `json:"duplicated_ids"`
-	DuplicateRate float64     `json:"duplicate_rate"`
-	Objects       int         `json:"objects"`
-	Restarts      []float64   `json:"restart_s"` // kill to healthy, per kill
-	DrainS        float64     `json:"drain_s"`   // end of the stream to everything stored
-	WallS         float64     `json:"wall_s"`
-	Client        clientStats `json:"client"`
+	DurationS float64 `json:"stream_s"`
+	Date      string  `json:"date"`
+	Generated int     `json:"generated"`
+	arrivals.Tally
+	Objects  int              `json:"objects"`
+	Restarts []float64        `json:"restart_s"` // kill to healthy, per kill
+	DrainS   float64          `json:"drain_s"`   // end of the stream to everything stored
+	WallS    float64          `json:"wall_s"`
+	Client   loadclient.Stats `json:"client"`
 }
 
 func config(healthPort, opaPort, metricsPort int, storageDir, endpoint, bucket string) string {
@@ -133,13 +127,16 @@ func TestCrashNothingLost(t *testing.T) {
 	}
 	c := start()
 
-	runID := randomHex(4)
-	client := newOPAClient(fmt.Sprintf("http://127.0.0.1:%d/logs", opaPort), runID, sc.Rate, sc.ChunkSize, sc.Duration)
+	runID := loadclient.NewRunID()
+	client := loadclient.New(loadclient.Config{
+		URL: fmt.Sprintf("http://127.0.0.1:%d/logs", opaPort), RunID: runID, Rate: sc.Rate, ChunkSize: sc.ChunkSize,
+		Duration: sc.Duration, Encoding: loadclient.OPADecisions,
+	})
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	clientDone := make(chan struct{})
 	streamStart := time.Now()
-	go client.run(ctx, clientDone)
+	go client.Run(ctx, clientDone)
 	defer func() { cancel(); <-clientDone }()
 
 	// Kill at evenly spaced moments of the stream, each time only once the restarted collector accepted an
@@ -148,9 +145,9 @@ func TestCrashNothingLost(t *testing.T) {
 	for k := 1; k <= sc.Kills; k++ {
 		at := streamStart.Add(sc.Duration * time.Duration(k) / time.Duration(sc.Kills+1))
 		time.Sleep(time.Until(at)) // schedules the kill; correctness never depends on it
-		before := client.acceptedCount()
+		before := client.AcceptedCount()
 		collectortest.Eventually(t, 60*time.Second, func() error {
-			if n := client.acceptedCount(); n <= before && k > 1 {
+			if n := client.AcceptedCount(); n <= before && k > 1 {
 				return fmt.Errorf("the restarted collector accepted no upload yet (%d accepted)", n)
 			}
 			return nil
@@ -164,43 +161,37 @@ func TestCrashNothingLost(t *testing.T) {
 			}
 			return nil
 		})
-		t.Logf("kill %d at %.1fs: %d decisions accepted so far", k, time.Since(streamStart).Seconds(), client.acceptedCount())
+		t.Logf("kill %d at %.1fs: %d decisions accepted so far", k, time.Since(streamStart).Seconds(), client.AcceptedCount())
 		c = start()
 		restarts = append(restarts, time.Since(killedAt).Seconds())
 	}
 
 	// The client uploads until every generated chunk was answered 200.
-	generated := client.chunks * sc.ChunkSize
+	generated := client.Generated()
 	select {
 	case <-clientDone:
 	case <-time.After(sc.Duration + 3*time.Minute):
-		t.Fatalf("the client did not get all uploads accepted: %d of %d accepted", client.acceptedCount(), generated)
+		t.Fatalf("the client did not get all uploads accepted: %d of %d accepted", client.AcceptedCount(), generated)
 	}
-	require.NoError(t, client.failure())
+	require.NoError(t, client.Failure())
 	streamEnd := time.Now()
-	accepted := client.acceptedIDs()
+	accepted := client.AcceptedIDs()
 	require.Len(t, accepted, generated, "every generated decision is eventually accepted")
 
 	// Drain: poll MinIO until every accepted id is stored, then until neither the queue holds anything nor the
 	// number of stored lines grows (late replays of the persistent queue would add duplicates).
-	reader := newBucketReader(minio.Client(), bucket)
+	reader := arrivals.NewBucketReader(minio.Client(), bucket)
 	readCtx, readCancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer readCancel()
 	drainTimeout := 3*time.Minute + sc.Duration
 	var perID map[string]int
 	var lines, objects int
 	collectortest.Eventually(t, drainTimeout, func() error {
-		if err := reader.refresh(readCtx); err != nil {
+		if err := reader.Refresh(readCtx); err != nil {
 			return err
 		}
-		perID, lines, objects = reader.counts()
-		missing := 0
-		for _, id := range accepted {
-			if perID[id] == 0 {
-				missing++
-			}
-		}
-		if missing > 0 {
+		perID, lines, objects = reader.Counts()
+		if missing := arrivals.Missing(accepted, perID); missing > 0 {
 			return fmt.Errorf("%d of %d accepted decisions not in MinIO yet (%d objects, %d lines)",
 				missing, len(accepted), objects, lines)
 		}
@@ -209,17 +200,17 @@ func TestCrashNothingLost(t *testing.T) {
 	metricsURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)
 	stable, lastLines := 0, -1
 	collectortest.Eventually(t, 2*time.Minute, func() error {
-		if err := reader.refresh(readCtx); err != nil {
+		if err := reader.Refresh(readCtx); err != nil {
 			return err
 		}
-		perID, lines, objects = reader.counts()
-		q, err := queueSize(metricsURL)
+		perID, lines, objects = reader.Counts()
+		q, err := arrivals.ExporterGauge(metricsURL, "otelcol_exporter_queue_size", "s3")
 		if err != nil {
 			return err
 		}
 		if q != 0 || lines != lastLines {
 			stable, lastLines = 0, lines
-			return fmt.Errorf("still draining: queue %d, %d lines", q, lines)
+			return fmt.Errorf("still draining: queue %.0f, %d lines", q, lines)
 		}
 		if stable++; stable < 10 { // ~1s of polls without change
 			return fmt.Errorf("waiting for the line count to settle (%d lines)", lines)
@@ -229,38 +220,16 @@ func TestCrashNothingLost(t *testing.T) {
 	drain := time.Since(streamEnd)
 
 	// Nothing lost, nothing foreign.
-	want := make(map[string]bool, len(accepted))
-	for _, id := range accepted {
-		want[id] = true
-	}
-	var lost, foreign []string
-	for _, id := range accepted {
-		if perID[id] == 0 {
-			lost = append(lost, id)
-		}
-	}
-	dupIDs := 0
-	for id, n := range perID {
-		if !want[id] {
-			foreign = append(foreign, id)
-		}
-		if n > 1 {
-			dupIDs++
-		}
-	}
-	slices.Sort(lost)
-	slices.Sort(foreign)
-	require.Empty(t, lost, "accepted decisions missing from MinIO")
-	require.Empty(t, foreign, "decisions in MinIO that were never generated")
-	require.Len(t, want, len(accepted), "decision ids are unique")
+	tally := arrivals.Count(accepted, perID)
+	require.Empty(t, tally.Lost, "accepted decisions missing from MinIO")
+	require.Empty(t, tally.Foreign, "decisions in MinIO that were never generated")
+	require.Equal(t, len(accepted), tally.Accepted)
 
 	res := result{
 		scale: sc, DurationS: sc.Duration.Seconds(), Date: time.Now().UTC().Format(time.DateOnly),
-		Generated: generated, Accepted: len(accepted), StoredLines: lines, Distinct: len(perID),
-		Duplicates: lines - len(perID), DuplicatedIDs: dupIDs, Objects: objects,
-		DuplicateRate: float64(lines-len(perID)) / float64(len(perID)),
-		Restarts:      restarts, DrainS: round(drain.Seconds()), WallS: round(time.Since(began).Seconds()),
-		Client: client.stats(),
+		Generated: generated, Tally: tally, Objects: objects,
+		Restarts: restarts, DrainS: round(drain.Seconds()), WallS: round(time.Since(began).Seconds()),
+		Client: client.Stats(),
 	}
 	for i := range res.Restarts {
 		res.Restarts[i] = round(res.Restarts[i])
@@ -282,9 +251,3 @@ func TestCrashNothingLost(t *testing.T) {
 }
 
 func round(f float64) float64 { return float64(int(f*100+0.5)) / 100 }
-
-func randomHex(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return hex.EncodeToString(b)
-}
