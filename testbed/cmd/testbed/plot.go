@@ -1,0 +1,296 @@
+package main
+
+import (
+	"fmt"
+	"image/color"
+	"io"
+	"math"
+	"os"
+	"regexp"
+	"sort"
+	"strconv"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgimg"
+
+	"github.com/otelcol-policy/otelcol-policy/testbed/internal/procsample"
+)
+
+// The plot: one row per run, each row the run's throughput, resident memory and gauges (the exporter's queue)
+// over time, side by side on the same time axis.
+const (
+	plotDPI     = 96
+	panelWidth  = 600 // pixels
+	rowHeight   = 300 // pixels, title strip included
+	titleStrip  = 34  // pixels above each row for the run's title
+	pixelPoints = vg.Length(72.0 / plotDPI)
+)
+
+var (
+	rateColor    = color.RGBA{R: 31, G: 119, B: 180, A: 255}
+	rssColor     = color.RGBA{R: 44, G: 160, B: 44, A: 255}
+	peakColor    = color.RGBA{R: 44, G: 160, B: 44, A: 160}
+	restartColor = color.RGBA{R: 214, G: 39, B: 40, A: 255}
+	gaugeColors  = []color.Color{color.RGBA{R: 255, G: 127, B: 14, A: 255}, color.RGBA{R: 148, G: 103, B: 189, A: 255},
+		color.RGBA{R: 140, G: 86, B: 75, A: 255}}
+)
+
+// laterRun matches the names of second and later runs of a repeated benchmark ("k8sreports-persistent-run2"):
+// the plot shows each benchmark's first run, results.json has them all.
+var laterRun = regexp.MustCompile(`-run([2-9]|[1-9][0-9]+)$`)
+
+// plotted are the series the plot shows: every run of a delivery test, the first run of each benchmark.
+func plotted(series []procsample.Series) []procsample.Series {
+	var out []procsample.Series
+	for _, s := range series {
+		if !laterRun.MatchString(s.Name) && len(s.Samples) > 1 {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// plotSize is the image's size in pixels for n rows.
+func plotSize(n int) (w, h int) { return 3 * panelWidth, n * rowHeight }
+
+// writePlotFile writes the PNG of series to path.
+func writePlotFile(path string, series []procsample.Series) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return err
+	}
+	if err := writePlot(f, series); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
+}
+
+func writePlot(w io.Writer, series []procsample.Series) error {
+	if len(series) == 0 {
+		return fmt.Errorf("no time series to plot")
+	}
+	pw, ph := plotSize(len(series))
+	img := vgimg.NewWith(vgimg.UseWH(vg.Length(pw)*pixelPoints, vg.Length(ph)*pixelPoints), vgimg.UseDPI(plotDPI))
+	dc := draw.New(img)
+	dc.SetColor(color.White)
+	dc.Fill(dc.Rectangle.Path())
+
+	rows := make([][]*plot.Plot, len(series))
+	for i, s := range series {
+		rows[i] = []*plot.Plot{ratePlot(s), rssPlot(s), gaugePlot(s)}
+	}
+	tiles := draw.Tiles{Rows: len(series), Cols: 3,
+		PadTop: titleStrip * pixelPoints, PadY: titleStrip * pixelPoints, PadX: 10 * pixelPoints,
+		PadLeft: 6 * pixelPoints, PadRight: 14 * pixelPoints, PadBottom: 6 * pixelPoints}
+	canvases := plot.Align(rows, tiles, dc)
+	title := draw.TextStyle{Color: color.Black, Font: font.From(plot.DefaultFont, vg.Points(13)),
+		Handler: plot.DefaultTextHandler, XAlign: draw.XCenter, YAlign: draw.YBottom}
+	for i, s := range series {
+		for j, p := range rows[i] {
+			p.Draw(canvases[i][j])
+		}
+		top := canvases[i][0].Max.Y + 8*pixelPoints
+		text := s.Title
+		if s.PeakRSSMB > 0 {
+			text += fmt.Sprintf("   (peak RSS %s MB)", num(s.PeakRSSMB))
+		}
+		dc.FillText(title, vg.Point{X: dc.Max.X / 2, Y: top}, text)
+	}
+	_, err := vgimg.PngCanvas{Canvas: img}.WriteTo(w)
+	return err
+}
+
+// newPanel is a plot with the time axis and the look every panel shares.
+func newPanel(title, yLabel string) *plot.Plot {
+	p := plot.New()
+	p.Title.Text = title
+	p.Title.TextStyle.Font.Size = vg.Points(11)
+	p.X.Label.Text = "time since the start (s)"
+	p.Y.Label.Text = yLabel
+	p.Y.Min = 0
+	p.Y.Tick.Marker = readableTicks{}
+	p.Add(plotter.NewGrid())
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Legend.TextStyle.Font.Size = vg.Points(9)
+	return p
+}
+
+func ratePlot(s procsample.Series) *plot.Plot {
+	title := "throughput"
+	if s.Counter != "" {
+		title = "throughput: rate of " + s.Counter
+	}
+	p := newPanel(title, "records per second")
+	pts := make(plotter.XYs, 0, len(s.Samples))
+	for _, smp := range s.Samples {
+		pts = append(pts, plotter.XY{X: smp.T, Y: smp.Rate})
+	}
+	addLine(p, pts, rateColor, "records/s", nil)
+	addRestarts(p, s)
+	finishY(p, maxY(pts))
+	return p
+}
+
+func rssPlot(s procsample.Series) *plot.Plot {
+	p := newPanel("resident memory of the collector (VmRSS)", "MB")
+	pts := make(plotter.XYs, 0, len(s.Samples))
+	for _, smp := range s.Samples {
+		pts = append(pts, plotter.XY{X: smp.T, Y: smp.RSSMB})
+	}
+	addLine(p, pts, rssColor, "RSS", nil)
+	if s.PeakRSSMB > 0 && len(pts) > 0 {
+		peak := plotter.XYs{{X: 0, Y: s.PeakRSSMB}, {X: pts[len(pts)-1].X, Y: s.PeakRSSMB}}
+		addLine(p, peak, peakColor, fmt.Sprintf("peak (VmHWM) %s MB", num(s.PeakRSSMB)), []vg.Length{vg.Points(4), vg.Points(3)})
+	}
+	addRestarts(p, s)
+	finishY(p, math.Max(maxY(pts), s.PeakRSSMB))
+	return p
+}
+
+// gaugePlot draws every gauge the run sampled (the exporter's queue size); a run without gauges gets an empty
+// panel that says so, so that the rows stay aligned.
+func gaugePlot(s procsample.Series) *plot.Plot {
+	names := map[string]bool{}
+	for _, smp := range s.Samples {
+		for g := range smp.Gauges {
+			names[g] = true
+		}
+	}
+	if len(names) == 0 {
+		p := newPanel("no queue or other gauge sampled in this run", "")
+		p.HideAxes()
+		return p
+	}
+	sorted := make([]string, 0, len(names))
+	for g := range names {
+		sorted = append(sorted, g)
+	}
+	sort.Strings(sorted)
+	title := "gauges"
+	if len(sorted) == 1 {
+		title = sorted[0]
+	}
+	p := newPanel(title, gaugeUnit(sorted))
+	top := 0.0
+	for i, g := range sorted {
+		var pts plotter.XYs
+		for _, smp := range s.Samples {
+			if v, ok := smp.Gauges[g]; ok {
+				pts = append(pts, plotter.XY{X: smp.T, Y: v})
+			}
+		}
+		addLine(p, pts, gaugeColors[i%len(gaugeColors)], g, nil)
+		top = math.Max(top, maxY(pts))
+	}
+	addRestarts(p, s)
+	finishY(p, top)
+	return p
+}
+
+// gaugeUnit labels the axis: the exporter's queue size counts the queue's sizer unit, which the testbed's
+// configs leave at requests (batches) unless they set otherwise; so the label names the metric's own unit.
+func gaugeUnit(names []string) string {
+	if len(names) == 1 && names[0] == "otelcol_exporter_queue_size" {
+		return "queue size (queue sizer units)"
+	}
+	return "value"
+}
+
+func addLine(p *plot.Plot, pts plotter.XYs, c color.Color, legend string, dashes []vg.Length) {
+	if len(pts) == 0 {
+		return
+	}
+	l, err := plotter.NewLine(pts)
+	if err != nil {
+		return // NaN or Inf in the data: the panel stays without this line rather than failing the suite
+	}
+	l.Color = c
+	l.Width = vg.Points(1.5)
+	l.Dashes = dashes
+	p.Add(l)
+	p.Legend.Add(legend, l)
+}
+
+// addRestarts marks each collector restart (a new process) with a vertical dashed line over the panel.
+func addRestarts(p *plot.Plot, s procsample.Series) {
+	var m restartMarks
+	for _, smp := range s.Samples {
+		if smp.Restart {
+			m.xs = append(m.xs, smp.T)
+		}
+	}
+	if len(m.xs) == 0 {
+		return
+	}
+	m.style = draw.LineStyle{Color: restartColor, Width: vg.Points(1), Dashes: []vg.Length{vg.Points(2), vg.Points(2)}}
+	p.Add(m)
+	p.Legend.Add("collector restarted", m)
+}
+
+// restartMarks are vertical lines at times xs from the bottom to the top of the panel; they have no data range
+// of their own, so they leave the axes to the data.
+type restartMarks struct {
+	xs    []float64
+	style draw.LineStyle
+}
+
+func (m restartMarks) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, _ := p.Transforms(&c)
+	for _, x := range m.xs {
+		cx := trX(x)
+		c.StrokeLine2(m.style, cx, c.Min.Y, cx, c.Max.Y)
+	}
+}
+
+func (m restartMarks) Thumbnail(c *draw.Canvas) {
+	x := (c.Min.X + c.Max.X) / 2
+	c.StrokeLine2(m.style, x, c.Min.Y, x, c.Max.Y)
+}
+
+// finishY leaves room above the highest value (top) for the legend.
+func finishY(p *plot.Plot, top float64) {
+	if top <= 0 || math.IsInf(top, 0) || math.IsNaN(top) {
+		top = 1
+	}
+	p.Y.Max = top * 1.35
+}
+
+// maxY is the largest Y of pts.
+func maxY(pts plotter.XYs) float64 {
+	m := 0.0
+	for _, p := range pts {
+		m = math.Max(m, p.Y)
+	}
+	return m
+}
+
+// readableTicks are the default ticks labelled 20k, 1.5M instead of 20000, 1.5e+06.
+type readableTicks struct{}
+
+func (readableTicks) Ticks(min, max float64) []plot.Tick {
+	ticks := plot.DefaultTicks{}.Ticks(min, max)
+	for i := range ticks {
+		if ticks[i].Label != "" {
+			ticks[i].Label = shortNum(ticks[i].Value)
+		}
+	}
+	return ticks
+}
+
+func shortNum(v float64) string {
+	a := math.Abs(v)
+	switch {
+	case a >= 1e6:
+		return strconv.FormatFloat(v/1e6, 'f', -1, 64) + "M"
+	case a >= 1e4:
+		return strconv.FormatFloat(v/1e3, 'f', -1, 64) + "k"
+	default:
+		return strconv.FormatFloat(v, 'f', -1, 64)
+	}
+}
