@@ -1,53 +1,49 @@
 package outage
 
 import (
-	"bufio"
-	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
-	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
-	"github.com/otelcol-policy/otelcol-policy/testbed/internal/arrivals"
 	"github.com/otelcol-policy/otelcol-policy/testbed/internal/loadclient"
+	"github.com/otelcol-policy/otelcol-policy/testbed/internal/procsample"
 )
 
-// sample is the state of one run at one moment.
+const (
+	queueSize     = "otelcol_exporter_queue_size"
+	queueCapacity = "otelcol_exporter_queue_capacity"
+	sentRecords   = "otelcol_exporter_sent_log_records"
+)
+
+// sample is what the collector's metrics do not show: the queue's storage on disk and the client's view.
 type sample struct {
-	T          float64 `json:"t_s"`
-	QueueBytes float64 `json:"queue_bytes"`
-	Capacity   float64 `json:"queue_capacity_bytes"`
-	DiskMB     float64 `json:"disk_mb"` // blocks allocated to the file_storage directory's files
-	Accepted   int     `json:"accepted"`
-	Status503  int64   `json:"status_503"`
-	RSSMB      float64 `json:"rss_mb"`
+	T         float64 `json:"t_s"`
+	DiskMB    float64 `json:"disk_mb"` // blocks allocated to the file_storage directory's files
+	Accepted  int     `json:"accepted"`
+	Status503 int64   `json:"status_503"`
 }
 
-// mark names a moment of the run (down, up, stream end, all arrived, drained).
-type mark struct {
-	Name string  `json:"name"`
-	T    float64 `json:"t_s"`
-}
-
-// observer samples the collector, its queue and the client until stopped.
+// observer samples a run until stopped: the collector (RSS, exported records/s, queue size and capacity) through
+// procsample, and the disk and client alongside on the same clock.
 type observer struct {
-	start time.Time
-	done  chan struct{}
-	wg    sync.WaitGroup
+	collector *procsample.Sampler
+	done      chan struct{}
+	wg        sync.WaitGroup
 
 	mu      sync.Mutex
 	samples []sample
-	marks   []mark
-	peakRSS float64 // VmHWM, MB
+	marks   []procsample.Mark
 	stopped bool
+	result  timeline
 }
 
-func observe(pid int, client *loadclient.Client, metricsURL, exporter, storageDir string, every time.Duration) *observer {
-	o := &observer{start: time.Now(), done: make(chan struct{})}
+func observe(name, title string, pid int, client *loadclient.Client, metricsURL, storageDir string, every time.Duration) *observer {
+	o := &observer{done: make(chan struct{})}
+	o.collector = procsample.Start(name, title, func() int { return pid }, metricsURL, procsample.Options{
+		Interval: every, Counter: sentRecords, Gauges: []string{queueSize, queueCapacity},
+	})
 	o.wg.Add(1)
 	go func() {
 		defer o.wg.Done()
@@ -56,15 +52,8 @@ func observe(pid int, client *loadclient.Client, metricsURL, exporter, storageDi
 		for {
 			s := sample{T: o.since(), Accepted: client.AcceptedCount(), Status503: client.Stats().Status503,
 				DiskMB: diskMB(storageDir)}
-			// A scrape that fails leaves the gauges at zero for that sample; the checks read only successful
-			// ones through the peak, which a missed scrape can only lower.
-			s.QueueBytes, _ = arrivals.ExporterGauge(metricsURL, "otelcol_exporter_queue_size", exporter)
-			s.Capacity, _ = arrivals.ExporterGauge(metricsURL, "otelcol_exporter_queue_capacity", exporter)
-			rss, hwm := memoryMB(pid)
-			s.RSSMB = rss
 			o.mu.Lock()
 			o.samples = append(o.samples, s)
-			o.peakRSS = max(o.peakRSS, hwm)
 			o.mu.Unlock()
 			select {
 			case <-o.done:
@@ -76,38 +65,42 @@ func observe(pid int, client *loadclient.Client, metricsURL, exporter, storageDi
 	return o
 }
 
-func (o *observer) since() float64 { return round(time.Since(o.start).Seconds()) }
+func (o *observer) since() float64 { return round(o.collector.Elapsed()) }
 
 func (o *observer) mark(name string) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
-	o.marks = append(o.marks, mark{Name: name, T: o.since()})
+	o.marks = append(o.marks, procsample.Mark{Name: name, T: o.since()})
 }
 
 // timeline is what an observer saw.
 type timeline struct {
 	Start     time.Time // of the clock the samples and marks count from
+	Collector procsample.Series
 	Samples   []sample
-	Marks     []mark
-	PeakRSSMB float64
 }
 
 // stop ends the sampling and returns the timeline; later calls return the same.
 func (o *observer) stop() timeline {
 	o.mu.Lock()
-	if !o.stopped {
-		o.stopped = true
-		close(o.done)
+	defer o.mu.Unlock()
+	if o.stopped {
+		return o.result
 	}
+	o.stopped = true
+	close(o.done)
+	start := time.Now().Add(-time.Duration(o.collector.Elapsed() * float64(time.Second)))
+	series := o.collector.Stop()
 	o.mu.Unlock()
 	o.wg.Wait()
 	o.mu.Lock()
-	defer o.mu.Unlock()
-	return timeline{Start: o.start, Samples: o.samples, Marks: o.marks, PeakRSSMB: o.peakRSS}
+	series.Marks = o.marks
+	o.result = timeline{Start: start, Collector: series, Samples: o.samples}
+	return o.result
 }
 
 func (tl timeline) at(name string) float64 {
-	for _, m := range tl.Marks {
+	for _, m := range tl.Collector.Marks {
 		if m.Name == name {
 			return m.T
 		}
@@ -130,30 +123,6 @@ func diskMB(dir string) float64 {
 		return nil
 	})
 	return float64(blocks*512) / (1 << 20)
-}
-
-// memoryMB reads the resident and peak resident memory of pid (VmRSS, VmHWM).
-func memoryMB(pid int) (rss, hwm float64) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, 0
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		k, v, ok := strings.Cut(sc.Text(), ":")
-		if !ok || !strings.HasSuffix(v, " kB") {
-			continue
-		}
-		kb, _ := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
-		switch k {
-		case "VmRSS":
-			rss = kb / 1024
-		case "VmHWM":
-			hwm = kb / 1024
-		}
-	}
-	return rss, hwm
 }
 
 func round(f float64) float64 { return float64(int(f*100+0.5)) / 100 }

@@ -20,6 +20,7 @@ import (
 	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
 	"github.com/otelcol-policy/otelcol-policy/testbed/internal/arrivals"
 	"github.com/otelcol-policy/otelcol-policy/testbed/internal/loadclient"
+	"github.com/otelcol-policy/otelcol-policy/testbed/internal/procsample"
 )
 
 // scale of one run: TESTBED_SCALE=full for `make testbed`, a short run otherwise.
@@ -85,7 +86,9 @@ func runOutage(t *testing.T, d *destination, sc scale, runID string) {
 	clientDone := make(chan struct{})
 	go client.Run(ctx, clientDone)
 	defer func() { cancel(); <-clientDone }()
-	obs := observe(c.Pid(), client, metricsURL, exporterName, storageDir, sc.Sample)
+	seriesName := fmt.Sprintf("outage-%s-%s", d.name, sc.Name)
+	obs := observe(seriesName, fmt.Sprintf("Outage of %s (%s, %s) at %d items/s, queue bound %d MiB", d.name, d.receiver, sc.Outage, sc.Rate, sc.QueueBytes>>20),
+		c.Pid(), client, metricsURL, storageDir, sc.Sample)
 	defer obs.stop()
 
 	time.Sleep(sc.Before) // schedules the outage; correctness never depends on it
@@ -166,11 +169,12 @@ func runOutage(t *testing.T, d *destination, sc scale, runID string) {
 	// file, so the file may be larger than the bound, but by a bounded factor.
 	assert.LessOrEqual(t, res.PeakDiskMB, diskBoundMB(sc.QueueBytes), "the queue's storage on disk stays bounded")
 
-	if out := os.Getenv("TESTBED_RESULTS_DIR"); out != "" {
+	if out := procsample.ResultsDir(); out != "" {
+		require.NoError(t, timeline.Collector.Write(out))
 		b, err := json.MarshalIndent(res, "", "  ")
 		require.NoError(t, err)
 		require.NoError(t, os.MkdirAll(out, 0o755))
-		path := filepath.Join(out, fmt.Sprintf("outage-%s-%s.json", d.name, sc.Name))
+		path := filepath.Join(out, seriesName+".json")
 		require.NoError(t, os.WriteFile(path, append(b, '\n'), 0o644))
 		t.Logf("wrote %s", path)
 	}

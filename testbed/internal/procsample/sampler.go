@@ -101,6 +101,9 @@ func (s *Sampler) Stop() Series {
 	return s.series
 }
 
+// Elapsed is the time since the sampler started, on the clock of its samples (for Series.Marks).
+func (s *Sampler) Elapsed() float64 { return time.Since(s.began).Seconds() }
+
 func (s *Sampler) sample() {
 	pid := s.pid()
 	if pid <= 0 {

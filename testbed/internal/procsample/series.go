@@ -32,6 +32,14 @@ type Series struct {
 	CounterTotal float64 `json:"counter_total,omitempty"`
 	// Restarts counts the times a new process replaced the one sampled before.
 	Restarts int `json:"restarts,omitempty"`
+	// Marks name moments of the run (a backend going down, coming back), on the samples' clock.
+	Marks []Mark `json:"marks,omitempty"`
+}
+
+// Mark is a named moment, T seconds after the sampler started.
+type Mark struct {
+	Name string  `json:"name"`
+	T    float64 `json:"t_s"`
 }
 
 // Sample is one observation, T seconds after the sampler started.
