@@ -27,6 +27,35 @@ func num(v float64) string {
 	}
 }
 
+// nums formats the values of one figure alike: with the decimals num gives their reference (the median), so
+// that a column reads 9.30 / 9.65 / 10.00 rather than 9.30 / 9.65 / 10. Values of a thousand and more keep
+// three significant digits each.
+func nums(ref float64, values ...float64) []string {
+	out := make([]string, len(values))
+	integral := true
+	for _, v := range values {
+		integral = integral && v == math.Trunc(v)
+	}
+	a := math.Abs(ref)
+	for i, v := range values {
+		switch {
+		case math.Abs(v) >= 1000 || (integral && a < 1000):
+			out[i] = num(v)
+		case a >= 100:
+			out[i] = strconv.FormatFloat(v, 'f', 0, 64)
+		case a >= 10:
+			out[i] = strconv.FormatFloat(v, 'f', 1, 64)
+		case a >= 1:
+			out[i] = strconv.FormatFloat(v, 'f', 2, 64)
+		case a == 0:
+			out[i] = num(v)
+		default:
+			out[i] = strconv.FormatFloat(v, 'f', 2-int(math.Floor(math.Log10(a))), 64)
+		}
+	}
+	return out
+}
+
 // thousands inserts commas into an integer's digits.
 func thousands(s string) string {
 	sign := ""

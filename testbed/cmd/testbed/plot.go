@@ -113,6 +113,7 @@ func newPanel(title, yLabel string) *plot.Plot {
 	p.X.Label.Text = "time since the start (s)"
 	p.Y.Label.Text = yLabel
 	p.Y.Min = 0
+	p.X.Tick.Marker = readableTicks{}
 	p.Y.Tick.Marker = readableTicks{}
 	p.Add(plotter.NewGrid())
 	p.Legend.Top = true
@@ -164,6 +165,7 @@ func gaugePlot(s procsample.Series) *plot.Plot {
 	}
 	if len(names) == 0 {
 		p := newPanel("no queue or other gauge sampled in this run", "")
+		p.X.Label.Text = ""
 		p.HideAxes()
 		return p
 	}

@@ -159,7 +159,8 @@ func writeTable(b *bytes.Buffer, t tableResult) {
 				p("| %s | %s | **missing** | | | 0 | %s |\n", what, f.Label, target)
 				continue
 			}
-			p("| %s | %s | %s | %s | %s | %d | %s |\n", what, f.Label, num(f.Min), num(f.Median), num(f.Max), f.Runs, target)
+			v := nums(f.Median, f.Min, f.Median, f.Max)
+			p("| %s | %s | %s | %s | %s | %d | %s |\n", what, f.Label, v[0], v[1], v[2], f.Runs, target)
 		}
 	}
 	p("\n")

@@ -1,0 +1,73 @@
+package main
+
+import (
+	"bytes"
+	"image/png"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+func TestPlot(t *testing.T) {
+	all, err := readAllSeries("testdata/scratch/series")
+	if err != nil {
+		t.Fatal(err)
+	}
+	series := plotted(all)
+	var names []string
+	for _, s := range series {
+		names = append(names, s.Name)
+	}
+	if len(series) != 3 {
+		t.Fatalf("plotted %v; want every series but the second k8sreports run", names)
+	}
+
+	var b bytes.Buffer
+	if err := writePlot(&b, series); err != nil {
+		t.Fatal(err)
+	}
+	img, err := png.Decode(&b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	w, h := plotSize(3)
+	if got := img.Bounds(); got.Dx() != w || got.Dy() != h {
+		t.Fatalf("image %v, want %dx%d", got, w, h)
+	}
+
+	// Drawn, not blank: the lines' colours are there, and a fair share of the pixels is not background.
+	colours := map[[3]uint32]int{}
+	nonWhite := 0
+	for y := 0; y < h; y++ {
+		for x := 0; x < w; x++ {
+			r, g, bl, _ := img.At(x, y).RGBA()
+			colours[[3]uint32{r >> 8, g >> 8, bl >> 8}]++
+			if r>>8 < 250 || g>>8 < 250 || bl>>8 < 250 {
+				nonWhite++
+			}
+		}
+	}
+	if share := float64(nonWhite) / float64(w*h); share < 0.02 || share > 0.5 {
+		t.Errorf("%.1f%% of the pixels are drawn", 100*share)
+	}
+	for name, c := range map[string][3]uint32{
+		"throughput": {uint32(rateColor.R), uint32(rateColor.G), uint32(rateColor.B)},
+		"RSS":        {uint32(rssColor.R), uint32(rssColor.G), uint32(rssColor.B)},
+		"restarts":   {uint32(restartColor.R), uint32(restartColor.G), uint32(restartColor.B)},
+	} {
+		if colours[c] < 50 {
+			t.Errorf("%s: %d pixels of its colour %v", name, colours[c], c)
+		}
+	}
+
+	path := filepath.Join(t.TempDir(), "timeseries.png")
+	if err := writePlotFile(path, series); err != nil {
+		t.Fatal(err)
+	}
+	if st, err := os.Stat(path); err != nil || st.Size() < 10_000 {
+		t.Fatalf("plot file: %v, %v", st, err)
+	}
+	if err := writePlot(&b, nil); err == nil {
+		t.Error("a plot without series")
+	}
+}
