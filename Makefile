@@ -78,19 +78,23 @@ test-unit:
 	$(GO) test $(GO_TEST_FLAGS) -short ./...
 
 ## bench-k8sreports: initial sync of 10,000 PolicyReports and a burst of 1,000 changes, in the real binary
-## against a real API server; BENCH_GOMEMLIMIT and BENCH_QUEUE=memory select variants (testbed/results/)
+## against a real API server, for three setups (persistent queue, with GOMEMLIMIT=100MiB, in-memory queue);
+## BENCH_RUNS=n runs each n times, BENCH_GOMEMLIMIT and BENCH_QUEUE=memory select a setup of their own
 bench-k8sreports: build test-servers
 	OTELCOL_POLICY_BIN=$(CURDIR)/$(BIN) CACHE_DIR=$(CACHE_DIR) $(GO) test -run '^$$' -bench K8sReports -benchtime 1x -timeout 30m ./testbed/k8sreports/
 
-## bench-decisionlogs: decisions/s over NDJSON and OPA uploads next to the otlp receiver, in the real binary
+## bench-decisionlogs: decisions/s over NDJSON and OPA uploads next to the otlp receiver, and the collector's
+## peak RSS, in the real binary
 bench-decisionlogs: build
 	OTELCOL_POLICY_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench DecisionLogs -benchtime 1x -timeout 30m ./testbed/decisionlogs/
 
-## testbed: the delivery tests at full scale (SIGKILL crashes with 120,000 decisions, report watcher restart,
-## bad input corpus); results in testbed/results/ (about 5 minutes)
+## testbed: the whole testbed as one suite (testbed/cmd/testbed, about 25 minutes on 2 cores): the delivery
+## tests at full scale (crash, restart, bad input, outage) and every benchmark of the repository, each figure 3
+## times; writes testbed/results/RESULTS.md (min/median/max, peak RSS, machine, date), results.json and
+## timeseries.png, and fails when a test fails or a figure is missing. TESTBED_FLAGS passes flags to the runner,
+## e.g. TESTBED_FLAGS='-only crash,k8sreports'
 testbed: build test-servers
-	TESTBED_SCALE=full OTELCOL_POLICY_BIN=$(CURDIR)/$(BIN) CACHE_DIR=$(CACHE_DIR) \
-	  $(GO) test -count=1 -timeout 30m -v ./testbed/crash/ ./testbed/restart/ ./testbed/badinput/
+	OTELCOL_POLICY_BIN=$(CURDIR)/$(BIN) CACHE_DIR=$(CACHE_DIR) $(GO) run ./testbed/cmd/testbed $(TESTBED_FLAGS)
 
 ## lint: gofmt and go vet
 lint:
