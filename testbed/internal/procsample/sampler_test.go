@@ -179,8 +179,14 @@ func TestSamplerRunsAndWrites(t *testing.T) {
 	defer ts.Close()
 	s := Start("crash-short", "crash, short", os.Getpid, ts.URL+"/metrics",
 		Options{Interval: 20 * time.Millisecond, Counter: "otelcol_exporter_sent_log_records"})
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(150 * time.Millisecond)
+	mark := Mark{Name: "kill 1", T: s.Elapsed()}
+	if mark.T < 0.15 || mark.T > 5 {
+		t.Fatalf("elapsed %v s after sleeping 150ms", mark.T)
+	}
+	time.Sleep(150 * time.Millisecond)
 	series := s.Stop()
+	series.Marks = []Mark{mark}
 	again := s.Stop()
 	if len(again.Samples) != len(series.Samples) {
 		t.Fatalf("a second Stop changed the series")
@@ -222,7 +228,7 @@ func TestSamplerRunsAndWrites(t *testing.T) {
 		t.Fatal(err)
 	}
 	if back.Title != "crash, short" || len(back.Samples) != len(series.Samples) || back.PeakRSSMB != series.PeakRSSMB ||
-		back.Counter != "otelcol_exporter_sent_log_records" {
+		back.Counter != "otelcol_exporter_sent_log_records" || len(back.Marks) != 1 || back.Marks[0] != mark {
 		t.Fatalf("read back %+v", back)
 	}
 }
