@@ -90,9 +90,6 @@ func (s *Sampler) run() {
 	}
 }
 
-// Elapsed is the time since Start in seconds: the clock of the samples, for a Mark. Safe from any goroutine.
-func (s *Sampler) Elapsed() float64 { return time.Since(s.began).Seconds() }
-
 // Stop ends the sampling, takes a last sample (so that the peak covers the whole run) and returns the series.
 // Calling it again returns the same series.
 func (s *Sampler) Stop() Series {
