@@ -35,6 +35,7 @@ var (
 	rssColor     = color.RGBA{R: 44, G: 160, B: 44, A: 255}
 	peakColor    = color.RGBA{R: 44, G: 160, B: 44, A: 160}
 	restartColor = color.RGBA{R: 214, G: 39, B: 40, A: 255}
+	markColor    = color.RGBA{R: 100, G: 100, B: 100, A: 255}
 	gaugeColors  = []color.Color{color.RGBA{R: 255, G: 127, B: 14, A: 255}, color.RGBA{R: 148, G: 103, B: 189, A: 255},
 		color.RGBA{R: 140, G: 86, B: 75, A: 255}}
 )
@@ -134,6 +135,7 @@ func ratePlot(s procsample.Series) *plot.Plot {
 	}
 	addLine(p, pts, rateColor, "records/s", nil)
 	addRestarts(p, s)
+	addMarks(p, s, true)
 	finishY(p, maxY(pts))
 	return p
 }
@@ -150,6 +152,7 @@ func rssPlot(s procsample.Series) *plot.Plot {
 		addLine(p, peak, peakColor, fmt.Sprintf("peak (VmHWM) %s MB", num(s.PeakRSSMB)), []vg.Length{vg.Points(4), vg.Points(3)})
 	}
 	addRestarts(p, s)
+	addMarks(p, s, false)
 	finishY(p, math.Max(maxY(pts), s.PeakRSSMB))
 	return p
 }
@@ -191,6 +194,7 @@ func gaugePlot(s procsample.Series) *plot.Plot {
 		top = math.Max(top, maxY(pts))
 	}
 	addRestarts(p, s)
+	addMarks(p, s, false)
 	finishY(p, top)
 	return p
 }
@@ -251,6 +255,45 @@ func (m restartMarks) Plot(c draw.Canvas, p *plot.Plot) {
 }
 
 func (m restartMarks) Thumbnail(c *draw.Canvas) {
+	x := (c.Min.X + c.Max.X) / 2
+	c.StrokeLine2(m.style, x, c.Min.Y, x, c.Max.Y)
+}
+
+// addMarks draws the run's marks (events the test named: a kill, a destination down) as grey vertical lines,
+// named at the top of the panel when labelled.
+func addMarks(p *plot.Plot, s procsample.Series, labelled bool) {
+	if len(s.Marks) == 0 {
+		return
+	}
+	m := markLines{marks: s.Marks, labelled: labelled,
+		style: draw.LineStyle{Color: markColor, Width: vg.Points(1), Dashes: []vg.Length{vg.Points(5), vg.Points(2)}},
+		text: draw.TextStyle{Color: markColor, Font: font.From(plot.DefaultFont, vg.Points(8)),
+			Handler: plot.DefaultTextHandler, XAlign: draw.XLeft, YAlign: draw.YTop}}
+	p.Add(m)
+	p.Legend.Add("event of the run", m)
+}
+
+type markLines struct {
+	marks    []procsample.Mark
+	labelled bool
+	style    draw.LineStyle
+	text     draw.TextStyle
+}
+
+func (m markLines) Plot(c draw.Canvas, p *plot.Plot) {
+	trX, _ := p.Transforms(&c)
+	for i, mk := range m.marks {
+		x := trX(mk.T)
+		c.StrokeLine2(m.style, x, c.Min.Y, x, c.Max.Y)
+		if m.labelled {
+			// Alternate heights, so that the names of two close marks do not overlap.
+			y := c.Max.Y - vg.Length(i%2)*m.text.Font.Size*1.2
+			c.FillText(m.text, vg.Point{X: x + vg.Points(2), Y: y}, mk.Name)
+		}
+	}
+}
+
+func (m markLines) Thumbnail(c *draw.Canvas) {
 	x := (c.Min.X + c.Max.X) / 2
 	c.StrokeLine2(m.style, x, c.Min.Y, x, c.Max.Y)
 }

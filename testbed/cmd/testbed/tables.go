@@ -77,7 +77,7 @@ var tables = []table{
 		Rows: []row{
 			{"`k8s_metadata_strip`, decisions with an AdmissionReview of a Pod with `managedFields` (4.3 KB), defaults", "strip", "BenchmarkStrip/decision", []measure{perSecond}},
 			{"same, `sort_keys: false`", "strip", "BenchmarkStrip/decision_sort_keys_off", []measure{perSecond}},
-			{"`k8s_metadata_strip`, report result entries (no object)", "strip", "BenchmarkStrip/result", []measure{perSecond}},
+			{"`k8s_metadata_strip`, report result entries (no object)", "strip-result", "BenchmarkStrip/result", []measure{perSecond}},
 			{"`policy_aggregate`, PSS-shaped results whose outcomes change, in memory", "aggregate", "BenchmarkAggregate", []measure{perSecond}},
 			{"same, state in `file_storage`", "aggregate", "BenchmarkAggregateStorage", []measure{perSecond}},
 			{"`policy_aggregate` / `policy_metrics` state per million result keys (heap after GC, 19,000 groups)", "aggregate-memory", "BenchmarkMemoryPerMillionKeys", []measure{{Unit: "MB/1Mkeys", Label: "MB per million keys"}}},
