@@ -102,7 +102,7 @@ func suite(out string, outGiven bool, only string) (bool, error) {
 		about += s.About
 	}
 	pr.printf("%d delivery test packages and %d benchmark steps, about %s on %d cores (load %s); logs and raw results in %s",
-		len(delivery), len(benches), about.Round(time.Minute), r.Machine.Cores, r.Machine.Load, scratch)
+		len(delivery), len(benches), duration(about.Seconds()), r.Machine.Cores, r.Machine.Load, scratch)
 	env := []string{"TESTBED_SCALE=full", procsample.ResultsDirEnv + "=" + scratch}
 
 	for i, p := range delivery {
@@ -156,10 +156,11 @@ func suite(out string, outGiven bool, only string) (bool, error) {
 	r.Series = series
 	r.WallS = time.Since(began).Seconds()
 	r.Passed = len(r.Failures) == 0
-	if err := write(r, out); err != nil {
+	written, err := write(r, out)
+	if err != nil {
 		return false, err
 	}
-	pr.printf("wrote %s, %s and %s in %s", markdownFile, resultsFile, plotFile, out)
+	pr.printf("wrote %s in %s", strings.Join(written, ", "), out)
 	if !r.Passed {
 		pr.printf("FAILED:")
 		for _, f := range r.Failures {
@@ -257,39 +258,46 @@ func readAllSeries(dir string) ([]procsample.Series, error) {
 	return out, nil
 }
 
-// write stores results.json, the plot (when there are series to plot) and RESULTS.md in dir.
-func write(r results, dir string) error {
+// write stores results.json, the plot (when there are series to plot) and RESULTS.md in dir, and returns the
+// names of the files written.
+func write(r results, dir string) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
+		return nil, err
 	}
 	b, err := json.MarshalIndent(r, "", " ")
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if err := os.WriteFile(filepath.Join(dir, resultsFile), append(b, '\n'), 0o644); err != nil {
-		return err
+		return nil, err
 	}
-	return writeReport(r, dir)
+	written, err := writeReport(r, dir)
+	return append([]string{resultsFile}, written...), err
 }
 
-// writeReport writes the plot and RESULTS.md from r.
-func writeReport(r results, dir string) error {
+// writeReport writes the plot and RESULTS.md from r, and returns the names of the files written. A plot left
+// over from an earlier run is removed when this one has no series, so that RESULTS.md and the folder agree.
+func writeReport(r results, dir string) ([]string, error) {
+	var written []string
 	plotName := ""
 	if series := plotted(r.Series); len(series) > 0 {
 		plotName = plotFile
 		if err := writePlotFile(filepath.Join(dir, plotFile), series); err != nil {
-			return err
+			return written, err
 		}
+		written = append(written, plotFile)
+	} else if err := os.Remove(filepath.Join(dir, plotFile)); err != nil && !os.IsNotExist(err) {
+		return written, err
 	}
 	f, err := os.Create(filepath.Join(dir, markdownFile))
 	if err != nil {
-		return err
+		return written, err
 	}
 	if err := writeMarkdown(f, r, plotName); err != nil {
 		f.Close()
-		return err
+		return written, err
 	}
-	return f.Close()
+	return append(written, markdownFile), f.Close()
 }
 
 // rewrite makes RESULTS.md and the plot again from a results.json, into dir.
@@ -305,5 +313,6 @@ func rewrite(from, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	return writeReport(r, dir)
+	_, err = writeReport(r, dir)
+	return err
 }

@@ -206,3 +206,44 @@ func TestCatalogue(t *testing.T) {
 		}
 	}
 }
+
+// write and rewrite: the three files from the results, the same RESULTS.md again from results.json alone, and
+// no stale plot when a run has no series.
+func TestWriteAndRewrite(t *testing.T) {
+	r := testResults(t)
+	dir := t.TempDir()
+	written, err := write(r, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Join(written, " ") != "results.json timeseries.png RESULTS.md" {
+		t.Fatalf("written %v", written)
+	}
+	first, err := os.ReadFile(dir + "/RESULTS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	again := t.TempDir()
+	if err := rewrite(dir+"/results.json", again); err != nil {
+		t.Fatal(err)
+	}
+	second, err := os.ReadFile(again + "/RESULTS.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(first) != string(second) {
+		t.Error("RESULTS.md made again from results.json differs")
+	}
+	if _, err := os.Stat(again + "/timeseries.png"); err != nil {
+		t.Error("no plot made from results.json")
+	}
+
+	r.Series = nil
+	written, err = write(r, dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(dir + "/timeseries.png"); !os.IsNotExist(err) || strings.Contains(strings.Join(written, " "), "png") {
+		t.Errorf("a plot without series: %v, written %v", err, written)
+	}
+}
