@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -20,6 +21,7 @@ import (
 	"github.com/otelcol-policy/otelcol-policy/internal/miniotest"
 	"github.com/otelcol-policy/otelcol-policy/testbed/internal/arrivals"
 	"github.com/otelcol-policy/otelcol-policy/testbed/internal/loadclient"
+	"github.com/otelcol-policy/otelcol-policy/testbed/internal/procsample"
 )
 
 // scale of one run: TESTBED_SCALE=full for `make testbed`, a short run otherwise.
@@ -45,11 +47,12 @@ type result struct {
 	Date      string  `json:"date"`
 	Generated int     `json:"generated"`
 	arrivals.Tally
-	Objects  int              `json:"objects"`
-	Restarts []float64        `json:"restart_s"` // kill to healthy, per kill
-	DrainS   float64          `json:"drain_s"`   // end of the stream to everything stored
-	WallS    float64          `json:"wall_s"`
-	Client   loadclient.Stats `json:"client"`
+	Objects   int              `json:"objects"`
+	Restarts  []float64        `json:"restart_s"`   // kill to healthy, per kill
+	DrainS    float64          `json:"drain_s"`     // end of the stream to everything stored
+	PeakRSSMB float64          `json:"peak_rss_mb"` // the largest of the collector processes'
+	WallS     float64          `json:"wall_s"`
+	Client    loadclient.Stats `json:"client"`
 }
 
 func config(healthPort, opaPort, metricsPort int, storageDir, endpoint, bucket string) string {
@@ -126,6 +129,16 @@ func TestCrashNothingLost(t *testing.T) {
 		return c
 	}
 	c := start()
+	// The collector process changes at every restart; the sampler follows it.
+	var collectorPid atomic.Int64
+	collectorPid.Store(int64(c.Pid()))
+	metricsURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)
+	sampler := procsample.Start("crash-"+sc.Name,
+		fmt.Sprintf("Crash: decision_logs → s3 at %d decisions/s, %d SIGKILLs", sc.Rate, sc.Kills),
+		func() int { return int(collectorPid.Load()) }, metricsURL, procsample.Options{
+			Counter: "otelcol_exporter_sent_log_records", Gauges: []string{"otelcol_exporter_queue_size"},
+		})
+	var marks []procsample.Mark
 
 	runID := loadclient.NewRunID()
 	client := loadclient.New(loadclient.Config{
@@ -154,6 +167,7 @@ func TestCrashNothingLost(t *testing.T) {
 		})
 		pid := c.Pid()
 		killedAt := time.Now()
+		marks = append(marks, procsample.Mark{Name: fmt.Sprintf("kill %d", k), T: sampler.Elapsed()})
 		require.NoError(t, syscall.Kill(pid, syscall.SIGKILL))
 		collectortest.Eventually(t, 30*time.Second, func() error {
 			if !processGone(pid) {
@@ -163,6 +177,7 @@ func TestCrashNothingLost(t *testing.T) {
 		})
 		t.Logf("kill %d at %.1fs: %d decisions accepted so far", k, time.Since(streamStart).Seconds(), client.AcceptedCount())
 		c = start()
+		collectorPid.Store(int64(c.Pid()))
 		restarts = append(restarts, time.Since(killedAt).Seconds())
 	}
 
@@ -197,14 +212,13 @@ func TestCrashNothingLost(t *testing.T) {
 		}
 		return nil
 	})
-	metricsURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)
 	stable, lastLines := 0, -1
 	collectortest.Eventually(t, 2*time.Minute, func() error {
 		if err := reader.Refresh(readCtx); err != nil {
 			return err
 		}
 		perID, lines, objects = reader.Counts()
-		q, err := arrivals.ExporterGauge(metricsURL, "otelcol_exporter_queue_size", "s3")
+		q, err := arrivals.Metric(metricsURL, "otelcol_exporter_queue_size", `exporter="s3"`)
 		if err != nil {
 			return err
 		}
@@ -218,6 +232,8 @@ func TestCrashNothingLost(t *testing.T) {
 		return nil
 	})
 	drain := time.Since(streamEnd)
+	series := sampler.Stop()
+	series.Marks = marks
 
 	// Nothing lost, nothing foreign.
 	tally := arrivals.Count(accepted, perID)
@@ -240,7 +256,9 @@ func TestCrashNothingLost(t *testing.T) {
 		res.Accepted, res.StoredLines, res.Objects, res.Distinct, res.Duplicates, res.DuplicatedIDs, 100*res.DuplicateRate)
 	t.Logf("client: %+v; drained %.1fs after the stream ended; wall %.1fs", res.Client, res.DrainS, res.WallS)
 
-	if out := os.Getenv("TESTBED_RESULTS_DIR"); out != "" {
+	res.PeakRSSMB = series.PeakRSSMB
+	if out := procsample.ResultsDir(); out != "" {
+		require.NoError(t, series.Write(out))
 		b, err := json.MarshalIndent(res, "", "  ")
 		require.NoError(t, err)
 		require.NoError(t, os.MkdirAll(out, 0o755))

@@ -48,6 +48,7 @@ func TestOutage(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts MinIO, a Kafka-protocol broker, the results server and three collectors")
 	}
+	t.Parallel()
 	runID := loadclient.NewRunID()
 	for _, dest := range []struct {
 		name  string
@@ -70,12 +71,11 @@ func runOutage(t *testing.T, d *destination, sc scale, runID string) {
 	storageDir := filepath.Join(dir, "storage")
 	healthPort, inPort, metricsPort := collectortest.FreePort(t), collectortest.FreePort(t), collectortest.FreePort(t)
 	cfgPath := filepath.Join(dir, "config.yaml")
-	require.NoError(t, os.WriteFile(cfgPath, []byte(config(d, sc, healthPort, inPort, metricsPort, storageDir)), 0o600))
+	require.NoError(t, os.WriteFile(cfgPath, []byte(config(d, sc.QueueBytes, healthPort, inPort, metricsPort, storageDir)), 0o600))
 	env := append([]string{"KUBECONFIG=" + filepath.Join(dir, "no-kubeconfig")}, d.env...)
 	c := collectortest.StartEnv(t, dir, env, cfgPath)
 	c.WaitHealthy(fmt.Sprintf("http://127.0.0.1:%d/", healthPort))
 	metricsURL := fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort)
-	exporterName := d.name
 
 	client := loadclient.New(loadclient.Config{
 		URL: fmt.Sprintf("http://127.0.0.1:%d%s", inPort, d.path), RunID: runID, Rate: sc.Rate,
@@ -135,7 +135,7 @@ func runOutage(t *testing.T, d *destination, sc scale, runID string) {
 		if perID, records, err = d.arrived(readCtx); err != nil {
 			return err
 		}
-		q, err := arrivals.ExporterGauge(metricsURL, "otelcol_exporter_queue_size", exporterName)
+		q, err := arrivals.Metric(metricsURL, queueSize, fmt.Sprintf("exporter=%q", d.name))
 		if err != nil {
 			return err
 		}
@@ -171,13 +171,22 @@ func runOutage(t *testing.T, d *destination, sc scale, runID string) {
 
 	if out := procsample.ResultsDir(); out != "" {
 		require.NoError(t, timeline.Collector.Write(out))
-		b, err := json.MarshalIndent(res, "", "  ")
-		require.NoError(t, err)
-		require.NoError(t, os.MkdirAll(out, 0o755))
-		path := filepath.Join(out, seriesName+".json")
-		require.NoError(t, os.WriteFile(path, append(b, '\n'), 0o644))
-		t.Logf("wrote %s", path)
 	}
+	writeResult(t, seriesName, res)
+}
+
+// writeResult stores a run's result as $TESTBED_RESULTS_DIR/<name>.json, when the run is part of the suite.
+func writeResult(t *testing.T, name string, v any) {
+	out := procsample.ResultsDir()
+	if out == "" {
+		return
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	require.NoError(t, err)
+	require.NoError(t, os.MkdirAll(out, 0o755))
+	path := filepath.Join(out, name+".json")
+	require.NoError(t, os.WriteFile(path, append(b, '\n'), 0o644))
+	t.Logf("wrote %s", path)
 }
 
 // diskBoundMB is the most the file_storage directory may hold for a queue bounded at queueBytes: bbolt's pages
@@ -186,7 +195,7 @@ func diskBoundMB(queueBytes int64) float64 {
 	return 3*float64(queueBytes)/(1<<20) + 32
 }
 
-func config(d *destination, sc scale, healthPort, inPort, metricsPort int, storageDir string) string {
+func config(d *destination, queueBytes int64, healthPort, inPort, metricsPort int, storageDir string) string {
 	return fmt.Sprintf(`
 extensions:
   health_check:
@@ -223,5 +232,5 @@ service:
               prometheus:
                 host: 127.0.0.1
                 port: %d
-`, healthPort, storageDir, d.receiverConfig(inPort), d.exporter, sc.QueueBytes, d.receiver, d.name, metricsPort)
+`, healthPort, storageDir, d.receiverConfig(inPort), d.exporter, queueBytes, d.receiver, d.name, metricsPort)
 }

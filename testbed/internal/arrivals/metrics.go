@@ -9,9 +9,10 @@ import (
 	"time"
 )
 
-// ExporterGauge reads one of the exporter helper's gauges (otelcol_exporter_queue_size,
-// otelcol_exporter_queue_capacity) of the named exporter from the collector's Prometheus endpoint.
-func ExporterGauge(metricsURL, metric, exporter string) (float64, error) {
+// Metric reads a metric from the collector's Prometheus endpoint, summed over its series whose labels include
+// label (e.g. exporter="s3"): the exporter helper's otelcol_exporter_queue_size, a receiver's
+// otelcol_receiver_refused_log_records. It is an error when no series matches.
+func Metric(metricsURL, metric, label string) (float64, error) {
 	hc := &http.Client{Timeout: 5 * time.Second}
 	resp, err := hc.Get(metricsURL)
 	if err != nil {
@@ -22,7 +23,8 @@ func ExporterGauge(metricsURL, metric, exporter string) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	label := fmt.Sprintf("exporter=%q", exporter)
+	var sum float64
+	found := false
 	for l := range strings.Lines(string(body)) {
 		if !strings.HasPrefix(l, metric+"{") || !strings.Contains(l, label) {
 			continue
@@ -32,7 +34,11 @@ func ExporterGauge(metricsURL, metric, exporter string) (float64, error) {
 		if err != nil {
 			return 0, fmt.Errorf("parsing %q: %w", l, err)
 		}
-		return v, nil
+		sum += v
+		found = true
 	}
-	return 0, fmt.Errorf("no %s of the %s exporter in %s", metric, exporter, metricsURL)
+	if !found {
+		return 0, fmt.Errorf("no %s{%s} in %s", metric, label, metricsURL)
+	}
+	return sum, nil
 }
