@@ -1,6 +1,8 @@
 // Package decisionlogs benchmarks the decision_logs receiver in the distribution binary: decisions per second
 // over an NDJSON Unix socket and as OPA gzip uploads over HTTP, and, in the same run and collector, the core
-// otlp receiver taking the same decisions as OTLP/HTTP JSON. Run with `make bench-decisionlogs`.
+// otlp receiver taking the same decisions as OTLP/HTTP JSON, and the collector's peak RSS. Run with
+// `make bench-decisionlogs`; with $TESTBED_RESULTS_DIR set, each run also writes the collector's memory and
+// accepted records per second over time (testbed/internal/procsample).
 package decisionlogs
 
 import (
@@ -23,6 +25,7 @@ import (
 
 	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+	"github.com/otelcol-policy/otelcol-policy/testbed/internal/procsample"
 )
 
 const (
@@ -66,7 +69,11 @@ func otlpRequest(start, n int) []byte {
 	return b
 }
 
+// benchRuns numbers the calls of BenchmarkDecisionLogs (one per -count), for the names of their time series.
+var benchRuns int
+
 func BenchmarkDecisionLogs(b *testing.B) {
+	benchRuns++
 	dir, err := os.MkdirTemp("", "dlb")
 	require.NoError(b, err)
 	defer os.RemoveAll(dir)
@@ -101,6 +108,13 @@ service:
 	require.NoError(b, os.WriteFile(cfgPath, []byte(cfg), 0o600))
 	c := collectortest.Start(b, dir, cfgPath)
 	defer c.Stop()
+	// Every receiver's accepted records: the series shows the three paths one after the other.
+	sampler := procsample.Start(fmt.Sprintf("decisionlogs-run%d", benchRuns),
+		fmt.Sprintf("decision_logs: NDJSON, then OPA uploads, then otlp, 300,000 decisions each (run %d)", benchRuns),
+		c.Pid, fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort), procsample.Options{
+			Interval: 250 * time.Millisecond,
+			Counter:  "otelcol_receiver_accepted_log_records",
+		})
 	collectortest.Eventually(b, 30*time.Second, func() error { _, err := os.Stat(sock); return err })
 
 	// Pre-build every payload, so that the clients spend as little CPU as possible during the measurement.
@@ -127,7 +141,9 @@ service:
 		otlp = append(otlp, otlpRequest(start, perBatch))
 	}
 
+	var marks []procsample.Mark
 	for b.Loop() {
+		marks = append(marks, procsample.Mark{Name: "NDJSON", T: sampler.Elapsed()})
 		ndjson := measure(b, metricsPort, `receiver="decision_logs",transport="unix"`, func() {
 			parallel(clients, func(k int) {
 				conn, err := net.Dial("unix", sock)
@@ -137,9 +153,11 @@ service:
 				require.NoError(b, conn.Close())
 			})
 		})
+		marks = append(marks, procsample.Mark{Name: "OPA uploads", T: sampler.Elapsed()})
 		opa := measure(b, metricsPort, `receiver="decision_logs",transport="http"`, func() {
 			postAll(b, fmt.Sprintf("http://127.0.0.1:%d/logs", opaPort), uploads, map[string]string{"Content-Encoding": "gzip"})
 		})
+		marks = append(marks, procsample.Mark{Name: "otlp", T: sampler.Elapsed()})
 		otlpRate := measure(b, metricsPort, `receiver="otlp",transport="http"`, func() {
 			postAll(b, fmt.Sprintf("http://127.0.0.1:%d/v1/logs", otlpPort), otlp, nil)
 		})
@@ -149,6 +167,11 @@ service:
 		b.ReportMetric(opa, "opa-decisions/s")
 		b.ReportMetric(otlpRate, "otlp-records/s")
 	}
+	series := sampler.Stop()
+	series.Marks = marks
+	require.NoError(b, series.Write(procsample.ResultsDir()))
+	// The collector's peak resident memory over the run (VmHWM), payloads of 500 records at a time in flight.
+	b.ReportMetric(series.PeakRSSMB, "peak-rss-MB")
 }
 
 // measure runs send and returns the receiver's accepted records per second, from the first byte sent until

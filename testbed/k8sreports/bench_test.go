@@ -1,6 +1,8 @@
 // Package k8sreports benchmarks the k8s_reports receiver in the distribution binary against a real API server:
 // the initial sync of 10,000 Pod Security Standards-shaped PolicyReports (19 results each, about 6 KB), the
-// collector's peak RSS, and a burst of 1,000 changed results. Run with `make bench-k8sreports`.
+// collector's peak RSS, and a burst of 1,000 changed results, for three setups (see setups). Run with
+// `make bench-k8sreports`; with $TESTBED_RESULTS_DIR set, each run also writes the collector's memory and
+// throughput over time (testbed/internal/procsample).
 package k8sreports
 
 import (
@@ -26,6 +28,7 @@ import (
 
 	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
 	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
+	"github.com/otelcol-policy/otelcol-policy/testbed/internal/procsample"
 )
 
 const (
@@ -119,6 +122,51 @@ func parallel(n, workers int, f func(i int) error) error {
 	}
 }
 
+// setup is one collector configuration the benchmark measures.
+type setup struct {
+	name        string // the sub-benchmark's name
+	gomemlimit  string // GOMEMLIMIT of the collector, "" for the Go runtime's default
+	memoryQueue bool   // the exporter's queue in memory instead of on file_storage
+}
+
+// setups are the three configurations of testbed/results: the default config's persistent queue with the Go
+// runtime's defaults, with the documented GOMEMLIMIT, and an in-memory queue (the receiver without the queue's
+// memory-mapped file). BENCH_GOMEMLIMIT and/or BENCH_QUEUE=memory select one setup of their own instead.
+func setups() []setup {
+	limit, queue := os.Getenv("BENCH_GOMEMLIMIT"), os.Getenv("BENCH_QUEUE")
+	if limit == "" && queue == "" {
+		return []setup{
+			{name: "persistent"},
+			{name: "persistent_gomemlimit=100MiB", gomemlimit: "100MiB"},
+			{name: "memory_gomemlimit=100MiB", gomemlimit: "100MiB", memoryQueue: true},
+		}
+	}
+	s := setup{name: "persistent", gomemlimit: limit, memoryQueue: queue == "memory"}
+	if s.memoryQueue {
+		s.name = "memory"
+	}
+	if limit != "" {
+		s.name += "_gomemlimit=" + limit
+	}
+	return []setup{s}
+}
+
+// runs is how many times each setup is measured against the one API server: BENCH_RUNS, default 1. The testbed
+// suite sets 3, so that creating the 10,000 reports (the slow part) happens once for all of its runs.
+func runs(b *testing.B) int {
+	v := os.Getenv("BENCH_RUNS")
+	if v == "" {
+		return 1
+	}
+	n, err := strconv.Atoi(v)
+	require.NoError(b, err, "BENCH_RUNS")
+	require.Positive(b, n, "BENCH_RUNS")
+	return n
+}
+
+// BenchmarkK8sReports has a sub-benchmark per setup and run (e.g. persistent/run=2), each one collector from
+// start to the end of the change burst; the runs of the setups alternate, so that a drift of the machine or of
+// the API server spreads over all of them.
 func BenchmarkK8sReports(b *testing.B) {
 	cluster, stop, err := k8stest.Start(b.TempDir())
 	require.NoError(b, err)
@@ -139,12 +187,23 @@ func BenchmarkK8sReports(b *testing.B) {
 	}))
 	b.Logf("created %d PolicyReports in %s", total, time.Since(start).Round(time.Millisecond))
 
-	for b.Loop() {
-		runOnce(b, cluster, dc, total)
+	round := 0
+	for run := 1; run <= runs(b); run++ {
+		for _, s := range setups() {
+			b.Run(fmt.Sprintf("%s/run=%d", s.name, run), func(b *testing.B) {
+				for b.Loop() {
+					round++
+					runOnce(b, cluster, dc, total, s, run, round)
+				}
+			})
+		}
 	}
 }
 
-func runOnce(b *testing.B, cluster *k8stest.Cluster, dc dynamic.Interface, total int) {
+// runOnce measures one fresh collector: the initial sync of every report, then a burst of changes. round numbers
+// the bursts against this API server: each writes a message of its own, so that every burst changes every
+// result it touches, also in a second and third run.
+func runOnce(b *testing.B, cluster *k8stest.Cluster, dc dynamic.Interface, total int, s setup, run, round int) {
 	dir := b.TempDir()
 	metricsPort, pprofPort := collectortest.FreePort(b), collectortest.FreePort(b)
 	cfg := fmt.Sprintf(`
@@ -184,20 +243,28 @@ service:
               prometheus:
                 host: 127.0.0.1
                 port: %[2]d
-`, dir, metricsPort, pprofPort, queueStorage())
+`, dir, metricsPort, pprofPort, queueStorage(s))
 	cfgPath := filepath.Join(dir, "config.yaml")
 	require.NoError(b, os.WriteFile(cfgPath, []byte(cfg), 0o600))
 
 	want := float64(total * resultsPerReport)
 	started := time.Now()
 	env := []string{"KUBECONFIG=" + cluster.Kubeconfig(b, k8stest.AdminToken)}
-	if limit := os.Getenv("BENCH_GOMEMLIMIT"); limit != "" {
+	if s.gomemlimit != "" {
 		// The collector's documented deployment setting: a soft heap limit below the container's memory limit.
-		env = append(env, "GOMEMLIMIT="+limit)
+		env = append(env, "GOMEMLIMIT="+s.gomemlimit)
 	}
 	c := collectortest.StartEnv(b, dir, env, cfgPath)
+	sampler := procsample.Start(fmt.Sprintf("k8sreports-%s-run%d", s.name, run),
+		fmt.Sprintf("k8s_reports: sync of 10,000 PolicyReports, then 1,000 changes (%s, run %d)", s.name, run),
+		c.Pid, fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort), procsample.Options{
+			Interval: 250 * time.Millisecond,
+			Counter:  "otelcol_exporter_sent_log_records",
+			Gauges:   []string{"otelcol_exporter_queue_size"},
+		})
 	sent := waitSent(b, metricsPort, want, 120*time.Second)
 	syncTime := time.Since(started)
+	marks := []procsample.Mark{{Name: "synced", T: sampler.Elapsed()}}
 	peak := peakRSS(b, c)
 	if p := os.Getenv("BENCH_HEAP_PROFILE"); p != "" {
 		saveProfile(b, pprofPort, p)
@@ -205,24 +272,30 @@ service:
 	b.Logf("initial sync: %.0f records exported in %s, peak RSS %.0f MB", sent, syncTime.Round(time.Millisecond), peak)
 
 	// One result changes in each of 1,000 reports.
+	marks = append(marks, procsample.Mark{Name: "patches start", T: sampler.Elapsed()})
 	burstStart := time.Now()
 	require.NoError(b, parallel(changedReports, 32, func(i int) error {
 		ns := fmt.Sprintf("ns-%02d", i%namespaces)
 		j := i % resultsPerReport
 		patch := fmt.Sprintf(`[{"op":"replace","path":"/results/%d/result","value":"fail"},`+
-			`{"op":"replace","path":"/results/%d/message","value":"validation error: rule %s failed"}]`, j, j, pssRules[j][1])
+			`{"op":"replace","path":"/results/%d/message","value":"validation error: rule %s failed (change %d)"}]`,
+			j, j, pssRules[j][1], round)
 		_, err := dc.Resource(gvr).Namespace(ns).Patch(context.Background(), report(ns, i, -1).GetName(),
 			types.JSONPatchType, []byte(patch), metav1.PatchOptions{})
 		return err
 	}))
 	applied := time.Since(burstStart)
+	marks = append(marks, procsample.Mark{Name: "patches applied", T: sampler.Elapsed()})
 	waitSent(b, metricsPort, want+changedReports, 60*time.Second)
 	burst := time.Since(burstStart)
 	b.Logf("change burst: %d changed results exported %s after the first update; the API server took %s to apply the updates, so the last record left %s after the last update",
 		changedReports, burst.Round(time.Millisecond), applied.Round(time.Millisecond), (burst - applied).Round(time.Millisecond))
 	b.ReportMetric((burst - applied).Seconds(), "after-last-update-s")
 	peak = peakRSS(b, c)
+	series := sampler.Stop()
+	series.Marks = marks
 	c.Stop()
+	require.NoError(b, series.Write(procsample.ResultsDir()))
 
 	b.ReportMetric(syncTime.Seconds(), "sync-s")
 	b.ReportMetric(peak, "peak-rss-MB")
@@ -294,9 +367,9 @@ func saveProfile(b *testing.B, port int, path string) {
 }
 
 // queueStorage selects the exporter's queue: persistent on file_storage (the default config's choice), or in
-// memory with BENCH_QUEUE=memory, which measures the receiver without the queue's memory-mapped file.
-func queueStorage() string {
-	if os.Getenv("BENCH_QUEUE") == "memory" {
+// memory, which measures the receiver without the queue's memory-mapped file.
+func queueStorage(s setup) string {
+	if s.memoryQueue {
 		return "# in-memory queue"
 	}
 	return "storage: file_storage"

@@ -2,6 +2,10 @@
 // reference results server (internal/resultsserver) in-process over loopback gRPC, storing into SQLite and
 // into PostgreSQL. Run with
 // `go test -run '^$' -bench BenchmarkResultsGRPC -benchtime 20x ./testbed/resultsgrpc/`.
+//
+// It reports no peak RSS, unlike the benchmarks of the binary: the exporter, the results server with its SQLite
+// database and the generation of the payloads share this test process, so its resident memory is none of them
+// alone (and PostgreSQL runs in processes of its own).
 package resultsgrpc
 
 import (

@@ -240,13 +240,25 @@ func runDelivery(pr progress, p deliveryPackage, env []string, scratch, nth stri
 	return d
 }
 
-// readAllSeries reads the series the tests and benchmarks wrote, ordered by name.
+// readAllSeries reads the series the tests and benchmarks wrote, in the order they were written (the suite's
+// order: crash before outage, the k8s_reports setups in the order they ran).
 func readAllSeries(dir string) ([]procsample.Series, error) {
 	paths, err := filepath.Glob(filepath.Join(dir, "*.json"))
 	if err != nil {
 		return nil, err
 	}
-	sort.Strings(paths)
+	written := map[string]time.Time{}
+	for _, p := range paths {
+		if st, err := os.Stat(p); err == nil {
+			written[p] = st.ModTime()
+		}
+	}
+	sort.SliceStable(paths, func(i, j int) bool {
+		if !written[paths[i]].Equal(written[paths[j]]) {
+			return written[paths[i]].Before(written[paths[j]])
+		}
+		return paths[i] < paths[j]
+	})
 	var out []procsample.Series
 	for _, p := range paths {
 		s, err := procsample.ReadSeries(p)

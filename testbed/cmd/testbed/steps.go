@@ -49,26 +49,26 @@ const runs = 3
 var count = []string{"-count", "3"}
 
 // benchSteps are all the benchmarks of the repository (`grep -rl "func Benchmark" --include=*_test.go .`),
-// cheapest first.
+// cheapest first. About: what each took on the 2-core machine, compiling the test binary included.
 var benchSteps = []benchStep{
-	{Name: "policyresult", Pkg: "./pkg/policyresult/", Bench: "^Benchmark(KeyAndID|WriteLogRecord)$", Args: count, Timeout: 5 * time.Minute, About: 10 * time.Second},
+	{Name: "policyresult", Pkg: "./pkg/policyresult/", Bench: "^Benchmark(KeyAndID|WriteLogRecord)$", Args: count, Timeout: 5 * time.Minute, About: 15 * time.Second},
 	{Name: "recordjson", Pkg: "./pkg/recordjson/", Bench: "^BenchmarkAppend$", Args: count, Timeout: 5 * time.Minute, About: 5 * time.Second},
 	{Name: "jsonpdata", Pkg: "./pkg/jsonpdata/", Bench: "^BenchmarkSetValue$", Args: count, Timeout: 5 * time.Minute, About: 5 * time.Second},
-	{Name: "decode", Pkg: "./receiver/decisionlogsreceiver/", Bench: "^BenchmarkDecode", Args: count, Timeout: 5 * time.Minute, About: 30 * time.Second},
+	{Name: "decode", Pkg: "./receiver/decisionlogsreceiver/", Bench: "^BenchmarkDecode", Args: count, Timeout: 5 * time.Minute, About: 50 * time.Second},
 	{Name: "durablefile", Pkg: "./exporter/durablefileexporter/", Bench: "^BenchmarkConsumeLogs$", Args: count, Timeout: 5 * time.Minute, About: 10 * time.Second},
 	{Name: "strip", Pkg: "./processor/k8smetadatastripprocessor/", Bench: "^BenchmarkStrip$/^decision", Args: count, Timeout: 5 * time.Minute, About: 30 * time.Second},
 	// A fixed count: the benchmark copies every record outside the timer, which at the default benchtime's
 	// millions of records took a minute per run for a figure that 1,000,000 records measure as well.
 	{Name: "strip-result", Pkg: "./processor/k8smetadatastripprocessor/", Bench: "^BenchmarkStrip$/^result$", Args: []string{"-benchtime", "1000000x", "-count", "3"}, Timeout: 5 * time.Minute, About: 30 * time.Second},
-	{Name: "aggregate", Pkg: "./processor/policyaggregateprocessor/", Bench: "^Benchmark(Aggregate|AggregateStorage)$", Args: count, Timeout: 5 * time.Minute, About: 15 * time.Second},
-	{Name: "aggregate-memory", Pkg: "./processor/policyaggregateprocessor/", Bench: "^BenchmarkMemoryPerMillionKeys$", Args: []string{"-benchtime", "1x", "-count", "3"}, Timeout: 5 * time.Minute, About: 15 * time.Second},
-	{Name: "policymetrics", Pkg: "./connector/policymetricsconnector/", Bench: "^Benchmark(Results|Decisions)$", Args: count, Timeout: 5 * time.Minute, About: 10 * time.Second},
-	{Name: "resultsgrpc-encode", Pkg: "./exporter/resultsgrpcexporter/", Bench: "^BenchmarkEncode$", Args: count, Timeout: 5 * time.Minute, About: 5 * time.Second},
-	{Name: "s3", Pkg: "./exporter/s3exporter/", Bench: "^BenchmarkS3Export$", Args: []string{"-benchtime", "2s", "-count", "3"}, Timeout: 10 * time.Minute, About: 60 * time.Second},
-	{Name: "kafka", Pkg: "./exporter/kafkaexporter/", Bench: "^BenchmarkKafkaExport$", Args: count, Timeout: 10 * time.Minute, About: 45 * time.Second},
+	{Name: "aggregate", Pkg: "./processor/policyaggregateprocessor/", Bench: "^Benchmark(Aggregate|AggregateStorage)$", Args: count, Timeout: 5 * time.Minute, About: 30 * time.Second},
+	{Name: "aggregate-memory", Pkg: "./processor/policyaggregateprocessor/", Bench: "^BenchmarkMemoryPerMillionKeys$", Args: []string{"-benchtime", "1x", "-count", "3"}, Timeout: 5 * time.Minute, About: 10 * time.Second},
+	{Name: "policymetrics", Pkg: "./connector/policymetricsconnector/", Bench: "^Benchmark(Results|Decisions)$", Args: count, Timeout: 5 * time.Minute, About: 20 * time.Second},
+	{Name: "resultsgrpc-encode", Pkg: "./exporter/resultsgrpcexporter/", Bench: "^BenchmarkEncode$", Args: count, Timeout: 5 * time.Minute, About: 15 * time.Second},
+	{Name: "s3", Pkg: "./exporter/s3exporter/", Bench: "^BenchmarkS3Export$", Args: []string{"-benchtime", "2s", "-count", "3"}, Timeout: 10 * time.Minute, About: 50 * time.Second},
+	{Name: "kafka", Pkg: "./exporter/kafkaexporter/", Bench: "^BenchmarkKafkaExport$", Args: count, Timeout: 10 * time.Minute, About: 35 * time.Second},
 	{Name: "resultsgrpc", Pkg: "./testbed/resultsgrpc/", Bench: "^BenchmarkResultsGRPC$", Args: []string{"-benchtime", "10x", "-count", "3"}, Timeout: 10 * time.Minute, About: 90 * time.Second},
-	{Name: "decisionlogs", Pkg: "./testbed/decisionlogs/", Bench: "^BenchmarkDecisionLogs$", Args: []string{"-benchtime", "1x", "-count", "3"}, Timeout: 10 * time.Minute, About: 60 * time.Second},
-	{Name: "k8sreports", Pkg: "./testbed/k8sreports/", Bench: "^BenchmarkK8sReports$", Args: []string{"-benchtime", "1x"}, Env: []string{"BENCH_RUNS=3"}, Timeout: 25 * time.Minute, About: 4 * time.Minute},
+	{Name: "decisionlogs", Pkg: "./testbed/decisionlogs/", Bench: "^BenchmarkDecisionLogs$", Args: []string{"-benchtime", "1x", "-count", "3"}, Timeout: 10 * time.Minute, About: 35 * time.Second},
+	{Name: "k8sreports", Pkg: "./testbed/k8sreports/", Bench: "^BenchmarkK8sReports$", Args: []string{"-benchtime", "1x"}, Env: []string{"BENCH_RUNS=3"}, Timeout: 25 * time.Minute, About: 5 * time.Minute},
 }
 
 // minutes formats a whole number of minutes as go test's -timeout takes it ("10m").
