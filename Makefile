@@ -47,7 +47,8 @@ build: $(OCB)
 	mkdir -p $(BUILD_DIR)
 	$(OCB) --config builder-config.yaml
 	mkdir -p bin
-	cp $(BUILD_DIR)/$(DIST) $(BIN)
+	# Copy, then rename over the old binary: a collector still running from it (a test) does not stop the build.
+	cp $(BUILD_DIR)/$(DIST) $(BIN).new && mv -f $(BIN).new $(BIN)
 	$(GO) build -o bin/results-server ./cmd/results-server
 
 ## run: build, then run the collector on the embedded default config (writes under ./data/)
