@@ -71,3 +71,30 @@ func TestPlot(t *testing.T) {
 		t.Error("a plot without series")
 	}
 }
+
+func TestShortNum(t *testing.T) {
+	for v, want := range map[float64]string{0: "0", 2.5: "2.5", 1.2000000000000002: "1.2", 5000: "5000", 20000: "20k",
+		16777216: "16.78M", 150000: "150k", -30000: "-30k"} {
+		if got := shortNum(v); got != want {
+			t.Errorf("shortNum(%v) = %q, want %q", v, got, want)
+		}
+	}
+}
+
+// The same series give the same file, byte for byte: the committed PNG changes only when the data does.
+func TestPlotIsDeterministic(t *testing.T) {
+	all, err := readAllSeries("testdata/scratch/series")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var a, b bytes.Buffer
+	if err := writePlot(&a, plotted(all)); err != nil {
+		t.Fatal(err)
+	}
+	if err := writePlot(&b, plotted(all)); err != nil {
+		t.Fatal(err)
+	}
+	if !bytes.Equal(a.Bytes(), b.Bytes()) {
+		t.Error("two plots of the same series differ")
+	}
+}

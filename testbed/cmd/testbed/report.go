@@ -63,7 +63,8 @@ func writeMarkdown(w io.Writer, r results, plotFile string) error {
 		}
 		p("Sampled from the collector process (`/proc/<pid>/status`) and its Prometheus self-metrics ")
 		p("(testbed/internal/procsample). Peak RSS is the largest `VmHWM` of the run's collector processes, so it ")
-		p("includes peaks between samples.\n\n")
+		p("includes peaks between samples. Counted is the counter's increase the samples saw: what a killed ")
+		p("process counted after its last sample is not in it.\n\n")
 		p("| run | duration | samples | peak RSS | throughput counter | counted | collector restarts |\n")
 		p("| --- | --- | --- | --- | --- | --- | --- |\n")
 		for _, s := range r.Series {
@@ -193,17 +194,37 @@ func flatten(data json.RawMessage) [][2]string {
 				walk(name, x[k])
 			}
 		case []any:
-			parts := make([]string, 0, len(x))
-			for _, e := range x {
-				parts = append(parts, scalar(e))
-			}
-			out = append(out, [2]string{prefix, strings.Join(parts, ", ")})
+			out = append(out, [2]string{prefix, list(x)})
 		default:
 			out = append(out, [2]string{prefix, scalar(x)})
 		}
 	}
 	walk("", v)
 	return out
+}
+
+// list shows an array in one cell: scalars joined, marks as "name at t s", a few objects as JSON; a long
+// array of objects (a test's own samples) only by its length, as RESULTS.md would drown in it.
+func list(x []any) string {
+	parts := make([]string, 0, len(x))
+	objects := 0
+	for _, e := range x {
+		m, ok := e.(map[string]any)
+		if !ok {
+			parts = append(parts, scalar(e))
+			continue
+		}
+		objects++
+		if name, ok := m["name"].(string); ok && len(m) == 2 && m["t_s"] != nil {
+			parts = append(parts, fmt.Sprintf("%s at %s s", name, scalar(m["t_s"])))
+			continue
+		}
+		parts = append(parts, scalar(m))
+	}
+	if objects > 5 && len(parts) > 0 && !strings.Contains(parts[0], " at ") {
+		return fmt.Sprintf("%d entries (in results.json)", len(x))
+	}
+	return strings.Join(parts, ", ")
 }
 
 func scalar(v any) string {
