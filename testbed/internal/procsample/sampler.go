@@ -114,7 +114,9 @@ func (s *Sampler) sample() {
 		return // the process is gone; its replacement will be sampled once it runs
 	}
 	now := time.Now()
-	smp := Sample{T: round3(now.Sub(s.began).Seconds()), RSSMB: round3(mem.RSS)}
+	// T keeps its full precision: the rate of a sample taken moments after the previous one (the last, at Stop)
+	// covers that short time, and rounding it would break the integral of the rates.
+	smp := Sample{T: now.Sub(s.began).Seconds(), RSSMB: round3(mem.RSS)}
 	if pid != s.lastPid {
 		// A new process counts from zero.
 		if s.lastPid != 0 {
@@ -161,7 +163,8 @@ func (s *Sampler) readMetrics(now time.Time, smp *Sample) {
 	}
 }
 
-// round3 keeps the JSON files readable; a thousandth of a second or MB is below what the samples resolve.
+// round3 keeps the JSON files readable; a thousandth of an MB or of a record per second is below what the
+// samples resolve.
 func round3(f float64) float64 {
 	if f < 0 {
 		return -round3(-f)
