@@ -16,18 +16,18 @@ import (
 // deliveryPackage is a package of delivery tests under testbed/, run at full scale.
 type deliveryPackage struct {
 	Name string // testbed/<Name>
-	// Optional packages may be missing from the tree: testbed/outage is being written while the suite is. A
-	// package that exists always runs, and its failure fails the suite.
+	// Optional packages may be missing from the tree (reported, not failed): for a delivery test written while
+	// the suite already runs. A package that exists always runs, and its failure fails the suite.
 	Optional bool
 	Timeout  time.Duration
 	About    time.Duration
 }
 
 var deliveryPackages = []deliveryPackage{
-	{Name: "crash", Timeout: 20 * time.Minute, About: 3 * time.Minute},
+	{Name: "crash", Timeout: 20 * time.Minute, About: 2*time.Minute + 15*time.Second},
 	{Name: "restart", Timeout: 10 * time.Minute, About: 30 * time.Second},
 	{Name: "badinput", Timeout: 10 * time.Minute, About: 60 * time.Second},
-	{Name: "outage", Optional: true, Timeout: 20 * time.Minute, About: 6 * time.Minute},
+	{Name: "outage", Timeout: 20 * time.Minute, About: 6*time.Minute + 30*time.Second},
 }
 
 func (p deliveryPackage) dir() string { return filepath.Join("testbed", p.Name) }
