@@ -6,7 +6,6 @@ package crash
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -257,13 +256,10 @@ func TestCrashNothingLost(t *testing.T) {
 	t.Logf("client: %+v; drained %.1fs after the stream ended; wall %.1fs", res.Client, res.DrainS, res.WallS)
 
 	res.PeakRSSMB = series.PeakRSSMB
-	if out := procsample.ResultsDir(); out != "" {
-		require.NoError(t, series.Write(out))
-		b, err := json.MarshalIndent(res, "", "  ")
-		require.NoError(t, err)
-		require.NoError(t, os.MkdirAll(out, 0o755))
-		path := filepath.Join(out, "crash-"+sc.Name+".json")
-		require.NoError(t, os.WriteFile(path, append(b, '\n'), 0o644))
+	require.NoError(t, series.Write(procsample.ResultsDir()))
+	path, err := procsample.WriteResult("crash-"+sc.Name, res)
+	require.NoError(t, err)
+	if path != "" {
 		t.Logf("wrote %s", path)
 	}
 }

@@ -7,7 +7,6 @@ package outage
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -175,18 +174,13 @@ func runOutage(t *testing.T, d *destination, sc scale, runID string) {
 	writeResult(t, seriesName, res)
 }
 
-// writeResult stores a run's result as $TESTBED_RESULTS_DIR/<name>.json, when the run is part of the suite.
+// writeResult stores a run's result for the suite (procsample.WriteResult).
 func writeResult(t *testing.T, name string, v any) {
-	out := procsample.ResultsDir()
-	if out == "" {
-		return
-	}
-	b, err := json.MarshalIndent(v, "", "  ")
+	path, err := procsample.WriteResult(name, v)
 	require.NoError(t, err)
-	require.NoError(t, os.MkdirAll(out, 0o755))
-	path := filepath.Join(out, name+".json")
-	require.NoError(t, os.WriteFile(path, append(b, '\n'), 0o644))
-	t.Logf("wrote %s", path)
+	if path != "" {
+		t.Logf("wrote %s", path)
+	}
 }
 
 // diskBoundMB is the most the file_storage directory may hold for a queue bounded at queueBytes: bbolt's pages

@@ -22,6 +22,7 @@ import (
 	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
 	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+	"github.com/otelcol-policy/otelcol-policy/testbed/internal/procsample"
 )
 
 const (
@@ -164,7 +165,8 @@ func TestRestartEmitsExactlyWhatChanged(t *testing.T) {
 	start := time.Now()
 	c = startCollector(t, dir, env)
 	all := waitRecords(t, dir, len(initial)+wantN)
-	t.Logf("the %d expected records after the restart took %s", wantN, time.Since(start).Round(time.Millisecond))
+	took := time.Since(start)
+	t.Logf("the %d expected records after the restart took %s", wantN, took.Round(time.Millisecond))
 	// Stay a moment so that a record too many, if any, would show.
 	time.Sleep(3 * time.Second)
 	c.Stop()
@@ -175,4 +177,21 @@ func TestRestartEmitsExactlyWhatChanged(t *testing.T) {
 	}
 	assert.Equal(t, want, got, "exactly the changed, resolved and new results, each once")
 	assert.Len(t, all, len(initial)+wantN)
+
+	unexpected := 0
+	for r, n := range got {
+		unexpected += max(n-want[r], 0)
+	}
+	path, err := procsample.WriteResult(fmt.Sprintf("restart-%d-reports", reports), map[string]any{
+		"reports": reports, "changed": changed, "deleted": deleted, "created": created,
+		"initial_records": len(initial), "expected": wantN, "records_after_restart": len(all) - len(initial),
+		"unexpected": unexpected, "expected_after_s": round(took.Seconds()),
+		"date": time.Now().UTC().Format(time.DateOnly),
+	})
+	require.NoError(t, err)
+	if path != "" {
+		t.Logf("wrote %s", path)
+	}
 }
+
+func round(f float64) float64 { return float64(int(f*100+0.5)) / 100 }

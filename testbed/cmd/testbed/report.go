@@ -41,6 +41,7 @@ func writeMarkdown(w io.Writer, r results, plotFile string) error {
 
 	if len(r.Delivery) > 0 {
 		p("## Delivery tests (`TESTBED_SCALE=full`)\n\n")
+		writeDeliverySummary(&b, r.Delivery)
 		for _, d := range r.Delivery {
 			writeDelivery(&b, d)
 		}

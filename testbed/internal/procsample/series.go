@@ -17,6 +17,24 @@ const ResultsDirEnv = "TESTBED_RESULTS_DIR"
 // ResultsDir returns $TESTBED_RESULTS_DIR ("" when the run is not part of the suite).
 func ResultsDir() string { return os.Getenv(ResultsDirEnv) }
 
+// WriteResult stores a run's figures as $TESTBED_RESULTS_DIR/<name>.json, where the suite collects them next to
+// the series; it returns "" and writes nothing when the run is not part of the suite.
+func WriteResult(name string, v any) (string, error) {
+	dir := ResultsDir()
+	if dir == "" {
+		return "", nil
+	}
+	b, err := json.MarshalIndent(v, "", "  ")
+	if err != nil {
+		return "", err
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return "", err
+	}
+	path := filepath.Join(dir, name+".json")
+	return path, os.WriteFile(path, append(b, '\n'), 0o644)
+}
+
 // Series is the time series of one run.
 type Series struct {
 	Name  string `json:"name"`  // file name stem, e.g. "crash-full"
