@@ -195,41 +195,19 @@ func TestCrashNothingLost(t *testing.T) {
 	// Drain: poll MinIO until every accepted id is stored, then until neither the queue holds anything nor the
 	// number of stored lines grows (late replays of the persistent queue would add duplicates).
 	reader := arrivals.NewBucketReader(minio.Client(), bucket)
+	var objects int
+	read := func(ctx context.Context) (map[string]int, int, error) {
+		if err := reader.Refresh(ctx); err != nil {
+			return nil, 0, err
+		}
+		perID, lines, n := reader.Counts()
+		objects = n
+		return perID, lines, nil
+	}
 	readCtx, readCancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer readCancel()
-	drainTimeout := 3*time.Minute + sc.Duration
-	var perID map[string]int
-	var lines, objects int
-	collectortest.Eventually(t, drainTimeout, func() error {
-		if err := reader.Refresh(readCtx); err != nil {
-			return err
-		}
-		perID, lines, objects = reader.Counts()
-		if missing := arrivals.Missing(accepted, perID); missing > 0 {
-			return fmt.Errorf("%d of %d accepted decisions not in MinIO yet (%d objects, %d lines)",
-				missing, len(accepted), objects, lines)
-		}
-		return nil
-	})
-	stable, lastLines := 0, -1
-	collectortest.Eventually(t, 2*time.Minute, func() error {
-		if err := reader.Refresh(readCtx); err != nil {
-			return err
-		}
-		perID, lines, objects = reader.Counts()
-		q, err := arrivals.Metric(metricsURL, "otelcol_exporter_queue_size", `exporter="s3"`)
-		if err != nil {
-			return err
-		}
-		if q != 0 || lines != lastLines {
-			stable, lastLines = 0, lines
-			return fmt.Errorf("still draining: queue %.0f, %d lines", q, lines)
-		}
-		if stable++; stable < 10 { // ~1s of polls without change
-			return fmt.Errorf("waiting for the line count to settle (%d lines)", lines)
-		}
-		return nil
-	})
+	arrivals.WaitAll(t, readCtx, read, accepted, 3*time.Minute+sc.Duration)
+	perID, _ := arrivals.Settle(t, readCtx, read, metricsURL, "s3", 2*time.Minute)
 	drain := time.Since(streamEnd)
 	series := sampler.Stop()
 	series.Marks = marks

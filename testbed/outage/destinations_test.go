@@ -30,8 +30,7 @@ type destination struct {
 	encoding                 loadclient.Encoding
 	env                      []string
 	down, up                 func()
-	// arrived reads every id that reached the destination, and how many records carried them.
-	arrived func(ctx context.Context) (perID map[string]int, records int, err error)
+	arrived                  arrivals.Reader
 	// duplicatesVisible is false where the store keeps one row per id, so that a duplicate cannot be counted.
 	duplicatesVisible bool
 }

@@ -60,17 +60,8 @@ func TestOutageRealOPA(t *testing.T) {
 	ids, err := decider.wait()
 	require.NoError(t, err)
 
-	var perID map[string]int
-	collectortest.Eventually(t, 3*time.Minute, func() error {
-		var err error
-		if perID, _, err = d.arrived(context.Background()); err != nil {
-			return err
-		}
-		if missing := arrivals.Missing(ids, perID); missing > 0 {
-			return fmt.Errorf("%d of %d OPA decisions not in Kafka yet", missing, len(ids))
-		}
-		return nil
-	})
+	arrivals.WaitAll(t, context.Background(), d.arrived, ids, 3*time.Minute)
+	perID, _ := arrivals.Settle(t, context.Background(), d.arrived, metricsURL, d.name, 2*time.Minute)
 	tally := arrivals.Count(ids, perID)
 	t.Logf("OPA decided %d, the receiver refused %.0f decision records during the outage, all %d arrived (%d records, %d duplicates)",
 		len(ids), refused, tally.Distinct, tally.StoredLines, tally.Duplicates)

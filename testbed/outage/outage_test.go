@@ -115,38 +115,9 @@ func runOutage(t *testing.T, d *destination, sc scale, runID string) {
 	// the persistent queue would add duplicates).
 	readCtx, readCancel := context.WithTimeout(context.Background(), 10*time.Minute)
 	defer readCancel()
-	var perID map[string]int
-	var records int
-	collectortest.Eventually(t, 5*time.Minute, func() error {
-		var err error
-		if perID, records, err = d.arrived(readCtx); err != nil {
-			return err
-		}
-		if missing := arrivals.Missing(accepted, perID); missing > 0 {
-			return fmt.Errorf("%d of %d accepted items not in %s yet", missing, len(accepted), d.name)
-		}
-		return nil
-	})
+	arrivals.WaitAll(t, readCtx, d.arrived, accepted, 5*time.Minute)
 	obs.mark("all arrived")
-	stable, last := 0, -1
-	collectortest.Eventually(t, 2*time.Minute, func() error {
-		var err error
-		if perID, records, err = d.arrived(readCtx); err != nil {
-			return err
-		}
-		q, err := arrivals.Metric(metricsURL, queueSize, fmt.Sprintf("exporter=%q", d.name))
-		if err != nil {
-			return err
-		}
-		if q != 0 || records != last {
-			stable, last = 0, records
-			return fmt.Errorf("still draining: queue %.0f, %d records", q, records)
-		}
-		if stable++; stable < 5 {
-			return fmt.Errorf("waiting for the record count to settle (%d records)", records)
-		}
-		return nil
-	})
+	perID, _ := arrivals.Settle(t, readCtx, d.arrived, metricsURL, d.name, 2*time.Minute)
 	obs.mark("drained")
 	timeline := obs.stop()
 	res := summarize(d, sc, timeline, client, arrivals.Count(accepted, perID), began)
