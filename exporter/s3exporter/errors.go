@@ -12,21 +12,24 @@ import (
 // retryableCodes are S3 error codes that a later attempt can get past, whatever their HTTP status: S3 answers
 // RequestTimeout with 400, for one.
 var retryableCodes = map[string]bool{
-	"SlowDown":                       true,
-	"Throttling":                     true,
-	"ThrottlingException":            true,
-	"RequestLimitExceeded":           true,
-	"TooManyRequests":                true,
-	"ServiceUnavailable":             true,
-	"InternalError":                  true,
-	"RequestTimeout":                 true,
-	"RequestTimeTooSkewed":           true, // the SDK corrects its clock offset from the response
-	"ExpiredToken":                   true, // the credentials cache fetches new ones
-	"OperationAborted":               true, // a conflicting operation on the bucket is in progress
-	"BadDigest":                      true, // the body was damaged on its way
-	"IncompleteBody":                 true,
-	"XAmzContentSHA256Mismatch":      true,
-	"XMinioServerNotInitialized":     true,
+	"SlowDown":                   true,
+	"Throttling":                 true,
+	"ThrottlingException":        true,
+	"RequestLimitExceeded":       true,
+	"TooManyRequests":            true,
+	"ServiceUnavailable":         true,
+	"InternalError":              true,
+	"RequestTimeout":             true,
+	"RequestTimeTooSkewed":       true, // the SDK corrects its clock offset from the response
+	"ExpiredToken":               true, // the credentials cache fetches new ones
+	"OperationAborted":           true, // a conflicting operation on the bucket is in progress
+	"BadDigest":                  true, // the body was damaged on its way
+	"IncompleteBody":             true,
+	"XAmzContentSHA256Mismatch":  true,
+	"XMinioServerNotInitialized": true,
+	// MinIO's answer (HTTP 499) to a request in flight while it shuts down: the server gave up on the request,
+	// not the client, who is still waiting. Found by the testbed's outage test, where it dropped a batch.
+	"ClientDisconnected":             true,
 	"XMinioStorageFull":              true,
 	"XMinioAdminBucketQuotaExceeded": true,
 }
@@ -71,6 +74,10 @@ func classify(err error, bucket, key string) error {
 		bucket, key, code, status, err))
 }
 
+// statusClientClosedRequest (nginx's 499, also MinIO's for ClientDisconnected) says the server stopped waiting
+// for the request; the client got an answer, so the connection was fine, and a new attempt can succeed.
+const statusClientClosedRequest = 499
+
 func isPermanent(code string, status int) bool {
 	switch {
 	case retryableCodes[code]:
@@ -79,7 +86,8 @@ func isPermanent(code string, status int) bool {
 		return true
 	case status == 0: // no answer: network error, timeout, cancellation
 		return false
-	case status == http.StatusTooManyRequests, status == http.StatusRequestTimeout, status == http.StatusConflict:
+	case status == http.StatusTooManyRequests, status == http.StatusRequestTimeout, status == http.StatusConflict,
+		status == statusClientClosedRequest:
 		return false
 	case status >= 400 && status < 500:
 		return true

@@ -50,6 +50,8 @@ func TestClassify(t *testing.T) {
 		{"BadDigest", s3Error(400, "BadDigest"), false},
 		{"OperationAborted", s3Error(409, "OperationAborted"), false},
 		{"MinIO not initialized", s3Error(503, "XMinioServerNotInitialized"), false},
+		{"MinIO shutting down: ClientDisconnected", s3Error(499, "ClientDisconnected"), false},
+		{"client closed request without code", s3Error(499, ""), false},
 		{"connection refused", &smithy.OperationError{ServiceID: "S3", OperationName: "PutObject", Err: syscall.ECONNREFUSED}, false},
 		{"deadline", context.DeadlineExceeded, false},
 		{"no credentials", errors.New("failed to refresh cached credentials, no EC2 IMDS role found"), false},
