@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
+	"github.com/otelcol-policy/otelcol-policy/testbed/internal/procsample"
 )
 
 // Reader reads what reached a backend so far: how often each id arrived, and how many records carried them.
@@ -41,7 +42,7 @@ func Settle(t testing.TB, ctx context.Context, read Reader, metricsURL, exporter
 		if perID, records, err = read(ctx); err != nil {
 			return err
 		}
-		q, err := Metric(metricsURL, "otelcol_exporter_queue_size", fmt.Sprintf("exporter=%q", exporter))
+		q, err := procsample.ReadMetric(metricsURL, "otelcol_exporter_queue_size", fmt.Sprintf("exporter=%q", exporter))
 		if err != nil {
 			return err
 		}

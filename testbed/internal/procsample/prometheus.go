@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // scrape fetches the Prometheus text exposition at url.
@@ -90,4 +91,19 @@ func containsAll(s string, subs []string) bool {
 		}
 	}
 	return true
+}
+
+// ReadMetric reads a metric from a collector's Prometheus endpoint once, summed over its series whose labels
+// contain each comma-separated substring of labels (e.g. `exporter="s3"`). It is an error when no series
+// matches, so that a metric not exposed yet is not read as zero.
+func ReadMetric(metricsURL, name, labels string) (float64, error) {
+	text, err := scrape(&http.Client{Timeout: 5 * time.Second}, metricsURL)
+	if err != nil {
+		return 0, err
+	}
+	v, found := sumMetric(text, name, labels)
+	if !found {
+		return 0, fmt.Errorf("no %s{%s} in %s", name, labels, metricsURL)
+	}
+	return v, nil
 }

@@ -1,6 +1,10 @@
 package procsample
 
-import "testing"
+import (
+	"net/http"
+	"net/http/httptest"
+	"testing"
+)
 
 // What the collector's Prometheus exporter serves, abridged, with the traps: a longer metric sharing the
 // prefix, label values with spaces and braces, a timestamp, comments.
@@ -38,5 +42,26 @@ func TestSumMetric(t *testing.T) {
 		if got != tc.want || found != tc.found {
 			t.Errorf("sumMetric(%s, %q) = %v, %v; want %v, %v", tc.name, tc.labels, got, found, tc.want, tc.found)
 		}
+	}
+}
+
+func TestReadMetric(t *testing.T) {
+	ts := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		_, _ = w.Write([]byte(exposition))
+	}))
+	defer ts.Close()
+	v, err := ReadMetric(ts.URL, "otelcol_exporter_queue_size", `exporter="s3"`)
+	if err != nil || v != 7 {
+		t.Errorf("queue size of s3: %v, %v; want 7", v, err)
+	}
+	if v, err := ReadMetric(ts.URL, "otelcol_receiver_accepted_log_records", `receiver="decision_logs"`); err != nil || v != 30 {
+		t.Errorf("accepted by decision_logs over both transports: %v, %v; want 30", v, err)
+	}
+	if _, err := ReadMetric(ts.URL, "otelcol_exporter_queue_size", `exporter="absent"`); err == nil {
+		t.Error("a metric no series matches is an error, not zero")
+	}
+	ts.Close()
+	if _, err := ReadMetric(ts.URL, "process_uptime", ""); err == nil {
+		t.Error("an endpoint that does not answer is an error")
 	}
 }
