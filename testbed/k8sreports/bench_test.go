@@ -28,6 +28,7 @@ import (
 
 	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
 	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
+	"github.com/otelcol-policy/otelcol-policy/internal/promtext"
 	"github.com/otelcol-policy/otelcol-policy/testbed/internal/procsample"
 )
 
@@ -308,31 +309,17 @@ func waitSent(b *testing.B, port int, n float64, timeout time.Duration) float64 
 	b.Helper()
 	var got float64
 	collectortest.Eventually(b, timeout, func() error {
-		got = scrape(port, "otelcol_exporter_sent_log_records")
+		var err error
+		got, err = promtext.ReadMetric(fmt.Sprintf("http://127.0.0.1:%d/metrics", port), "otelcol_exporter_sent_log_records", "")
+		if err != nil {
+			return err
+		}
 		if got < n {
 			return fmt.Errorf("%.0f of %.0f records sent", got, n)
 		}
 		return nil
 	})
 	return got
-}
-
-func scrape(port int, metric string) float64 {
-	resp, err := http.Get(fmt.Sprintf("http://127.0.0.1:%d/metrics", port))
-	if err != nil {
-		return 0
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	var sum float64
-	for _, line := range strings.Split(string(body), "\n") {
-		if strings.HasPrefix(line, metric) {
-			f := strings.Fields(line)
-			v, _ := strconv.ParseFloat(f[len(f)-1], 64)
-			sum += v
-		}
-	}
-	return sum
 }
 
 // peakRSS reads the process's high-water mark of resident memory (VmHWM) in MB, and logs what is resident now:

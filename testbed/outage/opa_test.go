@@ -14,8 +14,8 @@ import (
 
 	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
 	"github.com/otelcol-policy/otelcol-policy/internal/opatest"
+	"github.com/otelcol-policy/otelcol-policy/internal/promtext"
 	"github.com/otelcol-policy/otelcol-policy/testbed/internal/arrivals"
-	"github.com/otelcol-policy/otelcol-policy/testbed/internal/procsample"
 )
 
 // TestOutageRealOPA puts the real OPA in the client's place: OPA decides at a fixed rate and its decision_logs
@@ -52,7 +52,7 @@ func TestOutageRealOPA(t *testing.T) {
 	d.down()
 	t.Logf("broker down, %d decisions so far", decider.count())
 	time.Sleep(sc.Outage)
-	refused, err := procsample.ReadMetric(metricsURL, "otelcol_receiver_refused_log_records", `receiver="decision_logs"`)
+	refused, err := promtext.ReadMetric(metricsURL, "otelcol_receiver_refused_log_records", `receiver="decision_logs"`)
 	require.NoError(t, err)
 	d.up()
 	t.Logf("broker up, %d decisions so far, %.0f decision records refused by the receiver", decider.count(), refused)

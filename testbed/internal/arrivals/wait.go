@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
-	"github.com/otelcol-policy/otelcol-policy/testbed/internal/procsample"
+	"github.com/otelcol-policy/otelcol-policy/internal/promtext"
 )
 
 // Reader reads what reached a backend so far: how often each id arrived, and how many records carried them.
@@ -42,7 +42,7 @@ func Settle(t testing.TB, ctx context.Context, read Reader, metricsURL, exporter
 		if perID, records, err = read(ctx); err != nil {
 			return err
 		}
-		q, err := procsample.ReadMetric(metricsURL, "otelcol_exporter_queue_size", fmt.Sprintf("exporter=%q", exporter))
+		q, err := promtext.ReadMetric(metricsURL, "otelcol_exporter_queue_size", fmt.Sprintf("exporter=%q", exporter))
 		if err != nil {
 			return err
 		}

@@ -1,4 +1,6 @@
-package procsample
+// Package promtext reads the Prometheus text exposition of a collector's self-metrics: one reader for the tests
+// and the testbed, which wait on and measure the collector through its metrics endpoint.
+package promtext // import "github.com/otelcol-policy/otelcol-policy/internal/promtext"
 
 import (
 	"bufio"
@@ -10,8 +12,8 @@ import (
 	"time"
 )
 
-// scrape fetches the Prometheus text exposition at url.
-func scrape(client *http.Client, url string) (string, error) {
+// Scrape fetches the Prometheus text exposition at url.
+func Scrape(client *http.Client, url string) (string, error) {
 	resp, err := client.Get(url)
 	if err != nil {
 		return "", err
@@ -24,11 +26,11 @@ func scrape(client *http.Client, url string) (string, error) {
 	return string(b), err
 }
 
-// sumMetric adds up every series of the metric name whose line contains each of the comma-separated
+// Sum adds up every series of the metric name whose line contains each of the comma-separated
 // substrings of labels (e.g. `receiver="decision_logs",transport="unix"`; "" takes every series). A counter
 // may be exposed with the `_total` suffix the Prometheus exporter adds, so name matches both. found is false
 // when no series matched, which tells "not exposed yet" apart from zero.
-func sumMetric(text, name, labels string) (sum float64, found bool) {
+func Sum(text, name, labels string) (sum float64, found bool) {
 	var filters []string
 	if labels != "" {
 		filters = strings.Split(labels, ",")
@@ -97,11 +99,11 @@ func containsAll(s string, subs []string) bool {
 // contain each comma-separated substring of labels (e.g. `exporter="s3"`). It is an error when no series
 // matches, so that a metric not exposed yet is not read as zero.
 func ReadMetric(metricsURL, name, labels string) (float64, error) {
-	text, err := scrape(&http.Client{Timeout: 5 * time.Second}, metricsURL)
+	text, err := Scrape(&http.Client{Timeout: 5 * time.Second}, metricsURL)
 	if err != nil {
 		return 0, err
 	}
-	v, found := sumMetric(text, name, labels)
+	v, found := Sum(text, name, labels)
 	if !found {
 		return 0, fmt.Errorf("no %s{%s} in %s", name, labels, metricsURL)
 	}

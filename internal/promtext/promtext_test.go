@@ -1,4 +1,4 @@
-package procsample
+package promtext
 
 import (
 	"net/http"
@@ -38,9 +38,9 @@ func TestSumMetric(t *testing.T) {
 		{"otelcol_exporter_queue", "", 0, false},
 		{"otelcol_exporter_sent_log_records", `exporter="kafka"`, 0, false},
 	} {
-		got, found := sumMetric(exposition, tc.name, tc.labels)
+		got, found := Sum(exposition, tc.name, tc.labels)
 		if got != tc.want || found != tc.found {
-			t.Errorf("sumMetric(%s, %q) = %v, %v; want %v, %v", tc.name, tc.labels, got, found, tc.want, tc.found)
+			t.Errorf("Sum(%s, %q) = %v, %v; want %v, %v", tc.name, tc.labels, got, found, tc.want, tc.found)
 		}
 	}
 }
