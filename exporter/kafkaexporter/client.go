@@ -32,6 +32,9 @@ func clientOptions(ctx context.Context, cfg *Config, logger *zap.Logger) ([]kgo.
 		kgo.ProducerBatchMaxBytes(int32(cfg.Producer.MaxMessageBytes)),
 		kgo.MetadataMinAge(250 * time.Millisecond),
 	}
+	if cfg.Producer.AllowAutoTopicCreation {
+		opts = append(opts, kgo.AllowAutoTopicCreation())
+	}
 	if cfg.ClientID != "" {
 		opts = append(opts, kgo.ClientID(cfg.ClientID))
 	}

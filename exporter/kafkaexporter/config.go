@@ -78,6 +78,10 @@ type ProducerConfig struct {
 	// MaxMessageBytes bounds one record batch before compression, as the broker's max.message.bytes does; a
 	// single record larger than it is dropped as a permanent error.
 	MaxMessageBytes int `mapstructure:"max_message_bytes"`
+	// AllowAutoTopicCreation asks the brokers to create a topic that does not exist when its metadata is looked
+	// up; brokers do so only with auto.create.topics.enable (Kafka's default). Records for a topic that does not
+	// exist are retried either way.
+	AllowAutoTopicCreation bool `mapstructure:"allow_auto_topic_creation"`
 }
 
 // RequiredAcks is the producer's acks setting. It accepts the YAML numbers 0, 1 and -1, and the string "all".

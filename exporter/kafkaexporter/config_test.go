@@ -24,7 +24,8 @@ func TestDefaultConfig(t *testing.T) {
 	assert.Empty(t, cfg.Brokers)
 	assert.Equal(t, "otelcol-policy", cfg.ClientID)
 	assert.Equal(t, LogsConfig{Topic: "otelcol-policy-results", Encoding: EncodingJSON}, cfg.Logs)
-	assert.Equal(t, ProducerConfig{RequiredAcks: -1, Compression: CompressionNone, MaxMessageBytes: 1_000_000}, cfg.Producer)
+	assert.Equal(t, ProducerConfig{RequiredAcks: -1, Compression: CompressionNone, MaxMessageBytes: 1_000_000,
+		AllowAutoTopicCreation: true}, cfg.Producer)
 	assert.Equal(t, policyresult.AttrResultKey, cfg.RecordKeyAttribute)
 	assert.Empty(t, cfg.TopicFromAttribute)
 	assert.False(t, cfg.Auth.TLS.HasValue())
@@ -44,7 +45,8 @@ func TestLoadConfig(t *testing.T) {
 	custom.Brokers = []string{"kafka-0.kafka:9093", "kafka-1.kafka:9093"}
 	custom.ClientID = "policy-collector"
 	custom.Logs = LogsConfig{Topic: "policy-results", Encoding: EncodingOTLPProto}
-	custom.Producer = ProducerConfig{RequiredAcks: 1, Compression: CompressionZstd, MaxMessageBytes: 2_000_000}
+	custom.Producer = ProducerConfig{RequiredAcks: 1, Compression: CompressionZstd, MaxMessageBytes: 2_000_000,
+		AllowAutoTopicCreation: false}
 	tls := configtls.NewDefaultClientConfig()
 	tls.CAFile = "/etc/kafka/ca.pem"
 	custom.Auth.TLS = configoptional.Some(tls)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer/consumererror"
@@ -29,6 +30,7 @@ type logsExporter struct {
 	logger    *zap.Logger
 	telemetry *metadata.TelemetryBuilder
 	client    *kgo.Client
+	missing   *missingTopics
 }
 
 func newLogsExporter(cfg *Config, set exporter.Settings) (*logsExporter, error) {
@@ -36,7 +38,11 @@ func newLogsExporter(cfg *Config, set exporter.Settings) (*logsExporter, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &logsExporter{cfg: cfg, logger: set.Logger, telemetry: tb}, nil
+	missing := newMissingTopics(set.Logger, cfg.Producer.AllowAutoTopicCreation)
+	if err := tb.RegisterExporterKafkaMissingTopicRecordsCallback(missing.observe); err != nil {
+		return nil, err
+	}
+	return &logsExporter{cfg: cfg, logger: set.Logger, telemetry: tb, missing: missing}, nil
 }
 
 // start creates the client. It does not connect: franz-go connects on the first produce, so a collector starts
@@ -114,36 +120,79 @@ func (e *logsExporter) consumeLogs(ctx context.Context, ld plog.Logs) error {
 	}
 
 	var ackBytes int64
-	for _, res := range e.client.ProduceSync(ctx, recs...) {
+	delivered := map[string]bool{}
+	for _, res := range e.produce(ctx, recs) {
 		if res.Err != nil {
 			failures = append(failures, failure{index[res.Record], res.Record.Topic, res.Err})
 			continue
 		}
+		delivered[res.Record.Topic] = true
 		ackBytes += int64(recordSize(res.Record))
 	}
 	acked := int64(n - len(failures))
 	e.telemetry.ExporterKafkaRecords.Add(ctx, acked, metric.WithAttributes(attribute.String("outcome", "acknowledged")))
 	e.telemetry.ExporterKafkaRecordBytes.Add(ctx, ackBytes)
 	if len(failures) == 0 {
+		e.missing.update(nil, delivered)
 		return nil
 	}
-	return e.failed(ctx, ld, failures)
+	return e.failed(ctx, ld, failures, delivered)
+}
+
+// produce produces the records and returns one result for each. A broker that refuses a record batch as too
+// large fails every record of it, though each of them may fit alone: those are produced again in halves, as the
+// Java producer splits such a batch, until a refused batch holds a single record, which is then too large by
+// itself. A batch with one oversized record among n costs about log2(n) more requests.
+func (e *logsExporter) produce(ctx context.Context, recs []*kgo.Record) kgo.ProduceResults {
+	results := e.client.ProduceSync(ctx, recs...)
+	var tooLarge []*kgo.Record
+	for _, res := range results {
+		if res.Err != nil && isBatchTooLarge(res.Err) {
+			tooLarge = append(tooLarge, res.Record)
+		}
+	}
+	if len(tooLarge) < 2 || ctx.Err() != nil {
+		return results
+	}
+	out := make(kgo.ProduceResults, 0, len(results))
+	for _, res := range results {
+		if res.Err == nil || !isBatchTooLarge(res.Err) {
+			out = append(out, res)
+		}
+	}
+	half := len(tooLarge) / 2
+	out = append(out, e.produce(ctx, tooLarge[:half])...)
+	return append(out, e.produce(ctx, tooLarge[half:])...)
 }
 
 // failed reports the failures and builds the error for exporterhelper.
-func (e *logsExporter) failed(ctx context.Context, ld plog.Logs, failures []failure) error {
+func (e *logsExporter) failed(ctx context.Context, ld plog.Logs, failures []failure, delivered map[string]bool) error {
 	n := ld.LogRecordCount()
 	var retry []logsubset.Location
 	var retryErrs, permErrs distinctErrors
+	waiting := map[string]int{}
+	var recreated []string
 	for _, f := range failures {
 		c := classify(f.err)
 		e.telemetry.ExporterKafkaErrors.Add(ctx, 1, metric.WithAttributes(attribute.String("reason", c.reason)))
+		if c.reason == reasonUnknownTopic {
+			waiting[f.topic]++
+			if errors.Is(f.err, kerr.UnknownTopicID) && !slices.Contains(recreated, f.topic) {
+				recreated = append(recreated, f.topic)
+			}
+		}
 		if c.permanent {
 			permErrs.add(c.describe(f.topic, f.err))
 			continue
 		}
 		retryErrs.add(c.describe(f.topic, f.err))
 		retry = append(retry, f.loc)
+	}
+	e.missing.update(waiting, delivered)
+	if len(recreated) > 0 {
+		// The topic was deleted and created again under a new ID: franz-go keeps failing it with
+		// UNKNOWN_TOPIC_ID until it forgets the old one, after which the retry learns the new ID.
+		e.client.PurgeTopicsFromProducing(recreated...)
 	}
 	if permErrs.count > 0 {
 		e.telemetry.ExporterKafkaRecords.Add(ctx, int64(permErrs.count), metric.WithAttributes(attribute.String("outcome", "permanent_failure")))

@@ -214,15 +214,38 @@ func TestBrokerRejectsTooLargeWithoutRetryStorm(t *testing.T) {
 	consume(t, c.ListenAddrs(), 2, testTopic)
 }
 
-func TestUnknownTopicIsPermanent(t *testing.T) {
-	c := newCluster(t)
+// (c) The topic's max.message.bytes is below the producer's batch limit, so the broker refuses a batch of
+// records that each fit, because of one that does not. Only that one is dropped; the others arrive, in order.
+func TestBrokerTooLargeDropsOnlyThatRecord(t *testing.T) {
+	const topic = "small-messages"
+	c := newCluster(t, kfake.SeedTopics(1, topic), kfake.BrokerConfigs(map[string]string{"message.max.bytes": "3000"}))
+	produces := countProduce(c)
 	cfg := syncConfig(c)
-	cfg.Logs.Topic = "no-such-topic"
+	cfg.Logs.Topic = topic
 	exp := startExporter(t, cfg)
-	err := exp.ConsumeLogs(context.Background(), resultLogs(1, "m"))
+
+	const n, big = 11, 6
+	ld := resultLogs(n, strings.Repeat("fits alone ", 20))
+	lrs := ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords()
+	lrs.At(big).Attributes().PutStr(policyresult.AttrMessage, strings.Repeat("x", 5000))
+	var want []string
+	for i := range n {
+		if i != big {
+			want = append(want, resultKey(i))
+		}
+	}
+	err := exp.ConsumeLogs(context.Background(), ld)
 	require.Error(t, err)
 	assert.True(t, consumererror.IsPermanent(err), "%v", err)
-	assert.Contains(t, err.Error(), `topic "no-such-topic": topic is invalid or does not exist`)
+	assert.Contains(t, err.Error(), fmt.Sprintf("1 of %d records dropped", n))
+	assert.ErrorIs(t, err, kerr.MessageTooLarge)
+
+	var got []string
+	for _, r := range consume(t, c.ListenAddrs(), n-1, topic) {
+		got = append(got, string(r.Key))
+	}
+	assert.Equal(t, want, got)
+	assert.Less(t, produces.Hits(), 2*n, "split in halves, not retried one by one without end")
 }
 
 func TestTopicAuthorizationIsPermanent(t *testing.T) {

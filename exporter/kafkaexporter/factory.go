@@ -41,6 +41,8 @@ func createDefaultConfig() component.Config {
 			RequiredAcks:    -1,
 			Compression:     CompressionNone,
 			MaxMessageBytes: defaultMaxMessageBytes,
+			// As the contrib kafka exporter, and as Kafka's own producers ask by default.
+			AllowAutoTopicCreation: true,
 		},
 		RecordKeyAttribute: policyresult.AttrResultKey,
 		TimeoutConfig:      exporterhelper.NewDefaultTimeoutConfig(),

@@ -64,8 +64,8 @@ func stream(t *testing.T, exp exporter.Logs, stop <-chan struct{}) <-chan map[st
 
 // consumeKeys reads until every key in want arrived (or a minute passed), then a little longer to see
 // duplicates, and returns how often each key arrived.
-func consumeKeys(t *testing.T, brokers []string, want map[string]bool) map[string]int {
-	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(testTopic),
+func consumeKeys(t *testing.T, brokers []string, topic string, want map[string]bool) map[string]int {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(topic),
 		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
 	require.NoError(t, err)
 	defer cl.Close()
@@ -117,7 +117,7 @@ func TestBrokerRefusesProduceForAWhile(t *testing.T) {
 	close(stop)
 	sent := <-sentCh
 
-	got := consumeKeys(t, c.ListenAddrs(), sent)
+	got := consumeKeys(t, c.ListenAddrs(), testTopic, sent)
 	missing := 0
 	for k := range sent {
 		if got[k] == 0 {
@@ -164,7 +164,7 @@ func TestBrokerRestart(t *testing.T) {
 	close(stop)
 	sent := <-sentCh
 
-	got := consumeKeys(t, brokers, sent)
+	got := consumeKeys(t, brokers, testTopic, sent)
 	missing := 0
 	for k := range sent {
 		if got[k] == 0 {

@@ -1,12 +1,9 @@
 package kafkaexporter
 
 import (
-	"errors"
-	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
-	"github.com/twmb/franz-go/pkg/kerr"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -108,43 +105,4 @@ func TestRecordKeyTopicAndHeaders(t *testing.T) {
 			assert.Equal(t, tt.wantHeaders, headers(lr))
 		})
 	}
-}
-
-func TestClassify(t *testing.T) {
-	for _, tt := range []struct {
-		err       error
-		permanent bool
-		reason    string
-	}{
-		{fmt.Errorf("%w: 2000 bytes", errRecordTooLarge), true, reasonTooLarge},
-		{kerr.MessageTooLarge, true, reasonTooLarge},
-		{kerr.RecordListTooLarge, true, reasonTooLarge},
-		{kerr.TopicAuthorizationFailed, true, reasonAuthorization},
-		{kerr.ClusterAuthorizationFailed, true, reasonAuthorization},
-		{kerr.SaslAuthenticationFailed, true, reasonAuthentication},
-		{fmt.Errorf("%w, last err: %w", kgo.ErrRecordTimeout, kerr.SaslAuthenticationFailed), true, reasonAuthentication},
-		{kerr.InvalidTopicException, true, reasonTopic},
-		{kerr.UnknownTopicOrPartition, true, reasonTopic},
-		{kerr.InvalidRecord, true, reasonOther},
-		{fmt.Errorf("%w: bad", errEncoding), true, reasonOther},
-		{kerr.NotEnoughReplicas, false, reasonUnavailable},
-		{kerr.RequestTimedOut, false, reasonUnavailable},
-		{kerr.NotLeaderForPartition, false, reasonUnavailable},
-		{kgo.ErrRecordTimeout, false, reasonUnavailable},
-		{fmt.Errorf("%w, last err: %w", kgo.ErrRecordTimeout, kerr.NotEnoughReplicas), false, reasonUnavailable},
-		{kgo.ErrClientClosed, false, reasonUnavailable},
-		{errors.New("dial tcp 127.0.0.1:1: connect: connection refused"), false, reasonUnavailable},
-	} {
-		t.Run(tt.err.Error(), func(t *testing.T) {
-			c := classify(tt.err)
-			assert.Equal(t, tt.permanent, c.permanent)
-			assert.Equal(t, tt.reason, c.reason)
-		})
-	}
-}
-
-func TestDescribeNamesTopic(t *testing.T) {
-	err := classify(kerr.TopicAuthorizationFailed).describe("secret-results", kerr.TopicAuthorizationFailed)
-	assert.Equal(t, `topic "secret-results": not authorized to write the topic: `+kerr.TopicAuthorizationFailed.Error(), err.Error())
-	assert.ErrorIs(t, err, kerr.TopicAuthorizationFailed)
 }

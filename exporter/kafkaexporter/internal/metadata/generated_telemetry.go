@@ -3,10 +3,12 @@
 package metadata
 
 import (
+	"context"
 	"errors"
 	"sync"
 
 	"go.opentelemetry.io/otel/metric"
+	"go.opentelemetry.io/otel/metric/embedded"
 	"go.opentelemetry.io/otel/trace"
 
 	"go.opentelemetry.io/collector/component"
@@ -23,12 +25,13 @@ func Tracer(settings component.TelemetrySettings) trace.Tracer {
 // TelemetryBuilder provides an interface for components to report telemetry
 // as defined in metadata and user config.
 type TelemetryBuilder struct {
-	meter                    metric.Meter
-	mu                       sync.Mutex
-	registrations            []metric.Registration
-	ExporterKafkaErrors      metric.Int64Counter
-	ExporterKafkaRecordBytes metric.Int64Counter
-	ExporterKafkaRecords     metric.Int64Counter
+	meter                            metric.Meter
+	mu                               sync.Mutex
+	registrations                    []metric.Registration
+	ExporterKafkaErrors              metric.Int64Counter
+	ExporterKafkaMissingTopicRecords metric.Int64ObservableGauge
+	ExporterKafkaRecordBytes         metric.Int64Counter
+	ExporterKafkaRecords             metric.Int64Counter
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -40,6 +43,31 @@ type telemetryBuilderOptionFunc func(mb *TelemetryBuilder)
 
 func (tbof telemetryBuilderOptionFunc) apply(mb *TelemetryBuilder) {
 	tbof(mb)
+}
+
+// RegisterExporterKafkaMissingTopicRecordsCallback sets callback for observable ExporterKafkaMissingTopicRecords metric.
+func (builder *TelemetryBuilder) RegisterExporterKafkaMissingTopicRecordsCallback(cb metric.Int64Callback) error {
+	reg, err := builder.meter.RegisterCallback(func(ctx context.Context, o metric.Observer) error {
+		cb(ctx, &observerInt64{inst: builder.ExporterKafkaMissingTopicRecords, obs: o})
+		return nil
+	}, builder.ExporterKafkaMissingTopicRecords)
+	if err != nil {
+		return err
+	}
+	builder.mu.Lock()
+	defer builder.mu.Unlock()
+	builder.registrations = append(builder.registrations, reg)
+	return nil
+}
+
+type observerInt64 struct {
+	embedded.Int64Observer
+	inst metric.Int64Observable
+	obs  metric.Observer
+}
+
+func (oi *observerInt64) Observe(value int64, opts ...metric.ObserveOption) {
+	oi.obs.ObserveInt64(oi.inst, value, opts...)
 }
 
 // Shutdown unregister all registered callbacks for async instruments.
@@ -63,6 +91,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	builder.ExporterKafkaErrors, err = builder.meter.Int64Counter(
 		"otelcol_exporter_kafka_errors",
 		metric.WithDescription("Records that failed to be produced, by reason. [Development]"),
+		metric.WithUnit("{record}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ExporterKafkaMissingTopicRecords, err = builder.meter.Int64ObservableGauge(
+		"otelcol_exporter_kafka_missing_topic_records",
+		metric.WithDescription("Records of the latest attempt that wait because their topic does not exist, by topic. A topic is reported from its first such failure until a record reaches it. [Development]"),
 		metric.WithUnit("{record}"),
 	)
 	errs = errors.Join(errs, err)
