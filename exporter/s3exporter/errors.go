@@ -5,43 +5,54 @@ import (
 	"fmt"
 	"net/http"
 
+	"github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/smithy-go"
 	"go.opentelemetry.io/collector/consumer/consumererror"
 )
 
-// retryableCodes are S3 error codes that a later attempt can get past, whatever their HTTP status: S3 answers
-// RequestTimeout with 400, for one.
+// sdkRetryables is the classifier of the SDK's standard retryer, the protocol's own word on what a retry can get
+// past. It is asked first, so that whatever the SDK would retry is retried here, including what only the SDK can
+// tell: a signature error its retry middleware recognized as clock skew (a later attempt signs with the corrected
+// clock), a 5xx whatever its code, and the codes later SDK releases add. Its "not retryable" decides nothing on
+// its own: it says so for cancellations and unknown hosts, which a later attempt can get past.
+var sdkRetryables = retry.IsErrorRetryables(retry.DefaultRetryables)
+
+// retryableCodes are S3 error codes, on top of the SDK's lists, that a later attempt can get past whatever their
+// HTTP status: S3 answers ExpiredToken with 400, for one.
 var retryableCodes = map[string]bool{
-	"SlowDown":                   true,
-	"Throttling":                 true,
-	"ThrottlingException":        true,
-	"RequestLimitExceeded":       true,
-	"TooManyRequests":            true,
-	"ServiceUnavailable":         true,
-	"InternalError":              true,
-	"RequestTimeout":             true,
-	"RequestTimeTooSkewed":       true, // the SDK corrects its clock offset from the response
-	"ExpiredToken":               true, // the credentials cache fetches new ones
-	"OperationAborted":           true, // a conflicting operation on the bucket is in progress
-	"BadDigest":                  true, // the body was damaged on its way
-	"IncompleteBody":             true,
-	"XAmzContentSHA256Mismatch":  true,
-	"XMinioServerNotInitialized": true,
+	"TooManyRequests":      true,
+	"ServiceUnavailable":   true,
+	"InternalError":        true,
+	"RequestTimeTooSkewed": true, // the SDK corrects its clock offset from the response
+	"ExpiredToken":         true, // the credentials cache fetches new ones
+	"OperationAborted":     true, // a conflicting operation on the bucket is in progress
+	"BadDigest":            true, // the body was damaged on its way
+	"IncompleteBody":       true,
+	// The bucket is routinely created after the collector starts, by an operator (Crossplane, Terraform, a
+	// GitOps sync), as the kafka exporter's topics are; retry_on_failure::max_elapsed_time and the queue bound
+	// the wait for it.
+	"NoSuchBucket": true,
+	// The multipart upload went away under us (aborted by someone else, or by a lifecycle rule): the retry
+	// starts a new one.
+	"NoSuchUpload":              true,
+	"XAmzContentSHA256Mismatch": true,
 	// MinIO's answer (HTTP 499) to a request in flight while it shuts down: the server gave up on the request,
 	// not the client, who is still waiting. Found by the testbed's outage test, where it dropped a batch.
 	"ClientDisconnected":             true,
+	"XMinioServerNotInitialized":     true,
 	"XMinioStorageFull":              true,
 	"XMinioAdminBucketQuotaExceeded": true,
 }
 
-// permanentCodes will fail the same way on every attempt until someone changes the bucket, the policy or the
-// configuration. The 4xx rule below covers them too; naming them keeps the intent readable and the list testable.
+// permanentCodes will fail the same way on every attempt until someone changes the bucket's policy, the
+// credentials or the configuration, and the SDK does not retry them. The 4xx rule below covers them too; naming
+// them keeps the intent readable and the list testable.
 var permanentCodes = map[string]bool{
-	"NoSuchBucket":                 true,
 	"AccessDenied":                 true,
 	"AllAccessDisabled":            true,
 	"InvalidAccessKeyId":           true,
-	"SignatureDoesNotMatch":        true,
+	"SignatureDoesNotMatch":        true, // unless the SDK saw clock skew, see sdkRetryables
 	"InvalidBucketName":            true,
 	"InvalidArgument":              true,
 	"InvalidRequest":               true,
@@ -55,7 +66,8 @@ var permanentCodes = map[string]bool{
 
 // classify turns an upload error into the error exporterhelper acts on: a permanent error for answers that no
 // retry can change (the batch is dropped and counted as failed), the error as is for everything else
-// (throttling, server errors, network failures, timeouts), which retry_on_failure and the queue retry.
+// (throttling, server errors, network failures, timeouts, a missing bucket), which retry_on_failure and the
+// queue retry.
 func classify(err error, bucket, key string) error {
 	code, status := "", 0
 	var apiErr smithy.APIError
@@ -66,7 +78,7 @@ func classify(err error, bucket, key string) error {
 	if errors.As(err, &httpErr) {
 		status = httpErr.HTTPStatusCode()
 	}
-	if !isPermanent(code, status) {
+	if !isPermanent(err, code, status) {
 		return fmt.Errorf("uploading s3://%s/%s: %w", bucket, key, err)
 	}
 	return consumererror.NewPermanent(fmt.Errorf(
@@ -78,8 +90,10 @@ func classify(err error, bucket, key string) error {
 // for the request; the client got an answer, so the connection was fine, and a new attempt can succeed.
 const statusClientClosedRequest = 499
 
-func isPermanent(code string, status int) bool {
+func isPermanent(err error, code string, status int) bool {
 	switch {
+	case sdkRetryables.IsErrorRetryable(err) == aws.TrueTernary:
+		return false
 	case retryableCodes[code]:
 		return false
 	case permanentCodes[code]:

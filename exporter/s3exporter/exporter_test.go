@@ -216,7 +216,58 @@ func TestAccessDeniedIsPermanentAndNotRetried(t *testing.T) {
 	assert.Empty(t, listObjects(t, srv.Client()))
 }
 
-func TestMissingBucketIsPermanent(t *testing.T) {
+// TestMissingBucketIsRetriedUntilCreated: a bucket an operator creates after the collector started (Crossplane,
+// Terraform, a GitOps sync) gets the batch that waited for it; NoSuchBucket is retried, not dropped.
+func TestMissingBucketIsRetriedUntilCreated(t *testing.T) {
+	srv := startMinIO(t)
+	const bucket = "created-later"
+	cfg := testConfig(srv)
+	cfg.S3Uploader.S3Bucket = bucket
+	cfg.RetryConfig.Enabled = true
+	cfg.RetryConfig.InitialInterval = 10 * time.Millisecond
+	cfg.RetryConfig.MaxInterval = 10 * time.Millisecond
+	cfg.RetryConfig.MaxElapsedTime = 30 * time.Second
+	var counter requestCounter
+	creator := &createBucketOnMiss{create: func() error {
+		_, err := srv.Client().CreateBucket(context.Background(), &s3.CreateBucketInput{Bucket: aws.String(bucket)})
+		return err
+	}}
+	exp := startExporter(t, cfg, func(next s3.HTTPClient) s3.HTTPClient {
+		creator.next = next
+		return countRequests(&counter)(creator)
+	})
+
+	ld := plog.NewLogs()
+	addResults(ld, "prod-eu-1", "kyverno", nine, 0, 3)
+	require.NoError(t, exp.ConsumeLogs(context.Background(), ld))
+	require.NoError(t, creator.err)
+	require.True(t, creator.missed, "the first attempt found no bucket")
+	assert.Equal(t, map[string]int{"PutObject": 2}, counter.counts(), "refused once, stored on the retry")
+	out, err := srv.Client().ListObjectsV2(context.Background(), &s3.ListObjectsV2Input{Bucket: aws.String(bucket)})
+	require.NoError(t, err)
+	require.Len(t, out.Contents, 1)
+	assert.True(t, strings.HasPrefix(aws.ToString(out.Contents[0].Key), "date=2026-03-07/hour=09/"), aws.ToString(out.Contents[0].Key))
+}
+
+// createBucketOnMiss creates the bucket after the first answer that it does not exist, as an operator would
+// while the exporter retries.
+type createBucketOnMiss struct {
+	next   s3.HTTPClient
+	create func() error
+	missed bool
+	err    error
+}
+
+func (c *createBucketOnMiss) Do(r *http.Request) (*http.Response, error) {
+	resp, err := c.next.Do(r)
+	if err == nil && resp.StatusCode == http.StatusNotFound && !c.missed {
+		c.missed = true
+		c.err = c.create()
+	}
+	return resp, err
+}
+
+func TestMissingBucketIsRetryable(t *testing.T) {
 	srv := startMinIO(t)
 	cfg := testConfig(srv)
 	cfg.S3Uploader.S3Bucket = "no-such-bucket"
@@ -225,9 +276,10 @@ func TestMissingBucketIsPermanent(t *testing.T) {
 	addResults(ld, "prod-eu-1", "kyverno", nine, 0, 1)
 	err := exp.ConsumeLogs(context.Background(), ld)
 	require.Error(t, err)
-	assert.True(t, consumererror.IsPermanent(err), "%v", err)
+	assert.False(t, consumererror.IsPermanent(err), "%v", err)
 	assert.Contains(t, err.Error(), "uploading s3://no-such-bucket/date=2026-03-07/hour=09/")
-	assert.Contains(t, err.Error(), "failed with NoSuchBucket (HTTP 404)")
+	assert.Contains(t, err.Error(), "StatusCode: 404")
+	assert.Contains(t, err.Error(), "api error NoSuchBucket")
 }
 
 func TestServerDownIsRetryable(t *testing.T) {
