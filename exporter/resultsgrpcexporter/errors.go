@@ -11,17 +11,19 @@ import (
 
 // permanentCodes are the gRPC codes a retry of the same request cannot change: the server refused the
 // credentials or the request itself, or does not serve the API. Each maps to what an operator should check.
+// None of them is a code OTLP retries (TestOTLPRetryableCodesAreRetried): no exporter drops what its protocol
+// marks retryable.
 // Every other code is retried: UNAVAILABLE (server down, restarting, its database unavailable; also TLS
-// handshake failures, which gRPC reports as UNAVAILABLE), RESOURCE_EXHAUSTED (overload), DEADLINE_EXCEEDED,
-// ABORTED, CANCELLED, INTERNAL, UNKNOWN and DATA_LOSS, which a server or proxy returns for conditions that
-// pass. The server stores idempotently, so a retry of a request that was in fact stored stores nothing twice.
+// handshake failures, which gRPC reports as UNAVAILABLE), RESOURCE_EXHAUSTED (overload, or a message over the
+// server's limit), DEADLINE_EXCEEDED, ABORTED, CANCELLED, OUT_OF_RANGE, INTERNAL, UNKNOWN and DATA_LOSS, which
+// a server or proxy returns for conditions that pass. The server stores idempotently, so a retry of a request
+// that was in fact stored stores nothing twice.
 var permanentCodes = map[codes.Code]string{
 	codes.Unauthenticated:    "the server refused the credentials: check headers::authorization or the auth extension's token",
 	codes.PermissionDenied:   "the credentials may not forward results",
 	codes.InvalidArgument:    "the server refused the request as invalid",
 	codes.Unimplemented:      "the endpoint does not serve policyresults.v1.ResultForwarder, or not with the configured compression",
 	codes.FailedPrecondition: "the server refused the request",
-	codes.OutOfRange:         "the server refused the request",
 	codes.AlreadyExists:      "the server refused the request",
 	codes.NotFound:           "the endpoint does not serve policyresults.v1.ResultForwarder",
 }

@@ -27,13 +27,13 @@ func TestClassify(t *testing.T) {
 		{codes.Internal, classification{}},
 		{codes.Unknown, classification{}},
 		{codes.DataLoss, classification{}},
+		{codes.OutOfRange, classification{}},
 		{codes.Unauthenticated, classification{permanent: true, what: "the server refused the credentials: check headers::authorization or the auth extension's token"}},
 		{codes.PermissionDenied, classification{permanent: true, what: "the credentials may not forward results"}},
 		{codes.InvalidArgument, classification{permanent: true, what: "the server refused the request as invalid"}},
 		{codes.Unimplemented, classification{permanent: true, what: "the endpoint does not serve policyresults.v1.ResultForwarder, or not with the configured compression"}},
 		{codes.NotFound, classification{permanent: true, what: "the endpoint does not serve policyresults.v1.ResultForwarder"}},
 		{codes.FailedPrecondition, classification{permanent: true, what: what}},
-		{codes.OutOfRange, classification{permanent: true, what: what}},
 		{codes.AlreadyExists, classification{permanent: true, what: what}},
 	} {
 		t.Run(tt.code.String(), func(t *testing.T) {
@@ -42,6 +42,26 @@ func TestClassify(t *testing.T) {
 	}
 	// An error that is not a gRPC status (none of gRPC's own calls return one) is retried.
 	assert.Equal(t, classification{}, classify(errors.New("boom")))
+}
+
+// otlpRetryable are the codes the OTLP specification (OTLP/gRPC "Failures") and core's otlp exporter
+// (shouldRetry) retry; OTLP retries RESOURCE_EXHAUSTED only when the server sends RetryInfo, this exporter
+// always. Retrying more than OTLP is allowed, dropping more is not.
+var otlpRetryable = []codes.Code{
+	codes.Canceled, codes.DeadlineExceeded, codes.Aborted, codes.OutOfRange, codes.Unavailable, codes.DataLoss,
+	codes.ResourceExhausted,
+}
+
+// TestOTLPRetryableCodesAreRetried: no code OTLP retries is classed permanent, with or without RetryInfo.
+func TestOTLPRetryableCodesAreRetried(t *testing.T) {
+	for _, code := range otlpRetryable {
+		_, listed := permanentCodes[code]
+		assert.False(t, listed, "%s is in permanentCodes, but OTLP retries it", code)
+		assert.False(t, classify(status.Error(code, "server says")).permanent, "%s", code)
+		st, err := status.New(code, "later").WithDetails(&errdetails.RetryInfo{RetryDelay: durationpb.New(time.Second)})
+		require.NoError(t, err)
+		assert.Equal(t, classification{delay: time.Second}, classify(st.Err()), "%s", code)
+	}
 }
 
 func TestClassifyRetryInfo(t *testing.T) {
