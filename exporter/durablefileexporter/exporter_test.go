@@ -110,6 +110,64 @@ func TestWriteFailureIsRetryable(t *testing.T) {
 	assert.False(t, consumererror.IsPermanent(err), "a full disk may recover: the queue must keep the batch")
 }
 
+// TestRemovedFileIsWrittenAgain: a file (or directory) removed or renamed under the exporter must not swallow the
+// next batches. Writes to the open file would succeed into a file no one reads, and acknowledge batches that are
+// then lost; the exporter writes them to a new file at the path instead.
+func TestRemovedFileIsWrittenAgain(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		remove func(path string) error
+		// kept is where the first batch is afterwards, if anywhere.
+		kept func(path string) string
+	}{
+		{"file removed", os.Remove, nil},
+		{"directory removed", func(path string) error { return os.RemoveAll(filepath.Dir(path)) }, nil},
+		{"file renamed", func(path string) error { return os.Rename(path, path+".old") },
+			func(path string) string { return path + ".old" }},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := createDefaultConfig().(*Config)
+			cfg.Path = filepath.Join(t.TempDir(), "out", "results.jsonl")
+			exp := startExporter(t, cfg)
+			require.NoError(t, exp.ConsumeLogs(context.Background(), resultLogs(1, "before")))
+			require.NoError(t, tt.remove(cfg.Path))
+
+			require.NoError(t, exp.ConsumeLogs(context.Background(), resultLogs(2, "after")))
+			require.NoError(t, exp.ConsumeLogs(context.Background(), resultLogs(3, "after")))
+			batches := readLines(t, cfg.Path)
+			require.Len(t, batches, 2, "the batches after the removal are in a new file at the path")
+			assert.Equal(t, 2, batches[0].LogRecordCount())
+			assert.Equal(t, 3, batches[1].LogRecordCount())
+			if tt.kept != nil {
+				assert.Len(t, readLines(t, tt.kept(cfg.Path)), 1, "the renamed file keeps what was written before")
+			}
+		})
+	}
+}
+
+// TestReopenFailureIsRetryable: when the file cannot be created again, the batch is kept for the retry, which
+// writes it once the path is usable.
+func TestReopenFailureIsRetryable(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	cfg.Path = filepath.Join(t.TempDir(), "out", "results.jsonl")
+	exp := startExporter(t, cfg)
+	require.NoError(t, exp.ConsumeLogs(context.Background(), resultLogs(1, "before")))
+	dir := filepath.Dir(cfg.Path)
+	require.NoError(t, os.RemoveAll(dir))
+	require.NoError(t, os.WriteFile(dir, nil, 0o600)) // a file where the directory was
+
+	ld := resultLogs(2, "after")
+	err := exp.ConsumeLogs(context.Background(), ld)
+	require.ErrorContains(t, err, "creating the directory of "+cfg.Path)
+	assert.False(t, consumererror.IsPermanent(err), "the path may become usable: the queue must keep the batch")
+
+	require.NoError(t, os.Remove(dir))
+	require.NoError(t, exp.ConsumeLogs(context.Background(), ld), "the retry")
+	batches := readLines(t, cfg.Path)
+	require.Len(t, batches, 1)
+	assert.Equal(t, 2, batches[0].LogRecordCount())
+}
+
 func TestStartFailsOnUnusablePath(t *testing.T) {
 	cfg := createDefaultConfig().(*Config)
 	cfg.Path = t.TempDir() // a directory

@@ -24,6 +24,8 @@ type lineFile struct {
 
 	mu sync.Mutex
 	f  *os.File
+	// info identifies the open file, to notice when its path no longer leads to it.
+	info os.FileInfo
 	// regular is false for devices such as /dev/null, which are never synced, truncated or rotated.
 	regular bool
 	size    int64
@@ -31,16 +33,17 @@ type lineFile struct {
 
 func openLineFile(path string, mode os.FileMode, sync bool, rotation RotationConfig, logger *zap.Logger) (*lineFile, error) {
 	lf := &lineFile{path: path, mode: mode, sync: sync, rotation: rotation, logger: logger}
-	if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
-		return nil, fmt.Errorf("creating the directory of %s: %w", path, err)
-	}
 	if err := lf.open(); err != nil {
 		return nil, err
 	}
 	return lf, nil
 }
 
+// open opens the path for appending, creating it and its directory when missing.
 func (lf *lineFile) open() error {
+	if err := os.MkdirAll(filepath.Dir(lf.path), 0o750); err != nil {
+		return fmt.Errorf("creating the directory of %s: %w", lf.path, err)
+	}
 	f, err := os.OpenFile(lf.path, os.O_WRONLY|os.O_CREATE|os.O_APPEND, lf.mode)
 	if err != nil {
 		return fmt.Errorf("opening %s: %w", lf.path, err)
@@ -50,15 +53,29 @@ func (lf *lineFile) open() error {
 		f.Close()
 		return fmt.Errorf("stat %s: %w", lf.path, err)
 	}
-	lf.f, lf.regular, lf.size = f, st.Mode().IsRegular(), st.Size()
+	lf.f, lf.info, lf.regular, lf.size = f, st, st.Mode().IsRegular(), st.Size()
 	return nil
+}
+
+// gone says the path no longer leads to the open file: someone removed or renamed the file or its directory,
+// or the path cannot be followed at all. Writes to the open file would still succeed, into a file no one reads
+// any more (or one that is deleted once closed), and acknowledge batches that are then lost. Reopening either
+// finds the path again or fails with an error the batch is retried on.
+func (lf *lineFile) gone() bool {
+	st, err := os.Stat(lf.path)
+	return err != nil || !os.SameFile(st, lf.info)
 }
 
 func (lf *lineFile) writeLine(line []byte) error {
 	lf.mu.Lock()
 	defer lf.mu.Unlock()
+	if lf.f != nil && lf.regular && lf.gone() {
+		lf.logger.Warn("The output file was removed, replaced or cannot be reached; writing to a new one at its path", zap.String("path", lf.path))
+		_ = lf.f.Close() // what it holds is no longer reachable under the path
+		lf.f = nil
+	}
 	if lf.f == nil {
-		// A previous rotation failed to reopen the file; try again rather than failing forever.
+		// A previous rotation failed to reopen the file, or the file is gone: try again rather than failing forever.
 		if err := lf.open(); err != nil {
 			return err
 		}
