@@ -91,14 +91,14 @@ func TestDefaultConfigSummarisesStripsAndCounts(t *testing.T) {
 
 	pass := sampleResult("web-3")
 	pass.Outcome = policyresult.OutcomePass
-	sendOTLP(t, p.http, sampleResult("web-1"), sampleResult("web-2"), pass)
+	sendOTLP(t, p.HTTP, sampleResult("web-1"), sampleResult("web-2"), pass)
 
 	review := `{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{"uid":"req-1","operation":"CREATE",` +
 		`"object":{"apiVersion":"v1","kind":"Pod","metadata":{"name":"web-1","namespace":"shop","uid":"0b7f7c1e",` +
 		`"resourceVersion":"4711","generation":1,"creationTimestamp":"2026-11-22T08:00:00Z",` +
 		`"managedFields":[{"manager":"kubectl","operation":"Apply"}],"labels":{"app":"web"}},"spec":{"containers":[{"name":"web","image":"nginx"}]}}}}`
 	body := `[{"decision_id":"opa-1","path":"kubernetes/admission","input":` + review + `,"result":false,"timestamp":"2026-11-22T08:00:01Z"}]`
-	resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/logs", p.opa), "application/json", bytes.NewReader([]byte(body)))
+	resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/logs", p.OPA), "application/json", bytes.NewReader([]byte(body)))
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)

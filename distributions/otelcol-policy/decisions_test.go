@@ -48,7 +48,7 @@ func TestDefaultConfigReceivesDecisionStreams(t *testing.T) {
 	require.NoError(t, conn.Close())
 
 	body := `[{"decision_id":"opa-1","path":"example/allow","input":{"user":"bob"},"result":false,"timestamp":"2026-11-22T08:00:01Z"}]`
-	resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/logs", p.opa), "application/json", bytes.NewReader([]byte(body)))
+	resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/logs", p.OPA), "application/json", bytes.NewReader([]byte(body)))
 	require.NoError(t, err)
 	resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)

@@ -2,7 +2,6 @@
 package distribution_test
 
 import (
-	"bufio"
 	"bytes"
 	"errors"
 	"fmt"
@@ -26,48 +25,14 @@ import (
 
 const resultsFile = "data/results/policy-results.jsonl"
 
-func defaultConfig(t *testing.T) string {
-	return filepath.Join(collectortest.RepoRoot(t), "distributions", "otelcol-policy", "config.yaml")
-}
+func defaultConfig(t *testing.T) string { return collectortest.DefaultConfig(t) }
 
-// ports moves every listener of the default config to a free port, so that tests do not collide with each other
-// or with a `make run` on the same machine. Nothing else of the default config changes.
-type ports struct{ health, grpc, http, metrics, opa int }
-
-func overlay(t *testing.T, dir string) (string, ports) {
-	p := ports{collectortest.FreePort(t), collectortest.FreePort(t), collectortest.FreePort(t), collectortest.FreePort(t), collectortest.FreePort(t)}
-	path := filepath.Join(dir, "overlay.yaml")
-	cfg := fmt.Sprintf(`
-extensions:
-  health_check:
-    endpoint: 127.0.0.1:%d
-receivers:
-  otlp:
-    protocols:
-      grpc:
-        endpoint: 127.0.0.1:%d
-      http:
-        endpoint: 127.0.0.1:%d
-  decision_logs:
-    opa:
-      endpoint: 127.0.0.1:%d
-service:
-  telemetry:
-    metrics:
-      readers:
-        - pull:
-            exporter:
-              prometheus:
-                host: 127.0.0.1
-                port: %d
-`, p.health, p.grpc, p.http, p.opa, p.metrics)
-	require.NoError(t, os.WriteFile(path, []byte(cfg), 0o600))
-	return path, p
-}
+// ports are the default config's listeners, each moved to a free port.
+type ports = collectortest.DefaultPorts
 
 // start runs the default config with the ports overlay and, when set, the test's own overlay extra.
 func start(t *testing.T, dir, extra string, env ...string) (*collectortest.Collector, ports) {
-	ov, p := overlay(t, dir)
+	ov, p := collectortest.DefaultConfigOverlay(t, dir)
 	if len(env) == 0 {
 		env = []string{"KUBECONFIG=" + filepath.Join(dir, "no-kubeconfig")}
 	}
@@ -78,7 +43,7 @@ func start(t *testing.T, dir, extra string, env ...string) (*collectortest.Colle
 		configs = append(configs, path)
 	}
 	c := collectortest.StartEnv(t, dir, env, configs...)
-	c.WaitHealthy(fmt.Sprintf("http://127.0.0.1:%d/", p.health))
+	c.WaitHealthy(collectortest.HealthURL(p.Health))
 	return c, p
 }
 
@@ -114,26 +79,7 @@ func sendOTLP(t *testing.T, httpPort int, results ...policyresult.Result) {
 
 // eachRecord calls f for every log record the durable_file exporter wrote under dir.
 func eachRecord(t *testing.T, dir string, f func(res pcommon.Resource, lr plog.LogRecord)) {
-	file, err := os.Open(filepath.Join(dir, resultsFile))
-	if os.IsNotExist(err) {
-		return
-	}
-	require.NoError(t, err)
-	defer file.Close()
-	sc := bufio.NewScanner(file)
-	sc.Buffer(nil, 16<<20)
-	for sc.Scan() {
-		ld, err := (&plog.JSONUnmarshaler{}).UnmarshalLogs(sc.Bytes())
-		require.NoError(t, err)
-		for _, rl := range ld.ResourceLogs().All() {
-			for _, sl := range rl.ScopeLogs().All() {
-				for _, lr := range sl.LogRecords().All() {
-					f(rl.Resource(), lr)
-				}
-			}
-		}
-	}
-	require.NoError(t, sc.Err())
+	collectortest.EachFileRecord(t, filepath.Join(dir, resultsFile), f)
 }
 
 // readResults reads every result the durable_file exporter wrote under dir.
@@ -186,7 +132,7 @@ func TestDefaultPipelineWritesRecordsUnderData(t *testing.T) {
 	c, p := start(t, dir, "")
 	want := []policyresult.Result{sampleResult("web-1"), sampleResult("web-2")}
 	want[1].Outcome, want[1].Severity = policyresult.OutcomePass, policyresult.SeverityNone
-	sendOTLP(t, p.http, want...)
+	sendOTLP(t, p.HTTP, want...)
 
 	got := waitResults(t, dir, 2)
 	assert.Equal(t, want, got, "every attribute survives the default pipeline")
@@ -205,7 +151,7 @@ func TestPersistentQueueSurvivesFailingExporterAndRestart(t *testing.T) {
 	// First run: every write fails (ENOSPC), as on a full disk.
 	c, p := start(t, dir, "exporters:\n  durable_file:\n    path: /dev/full\n")
 	want := sampleResult("api-0")
-	sendOTLP(t, p.http, want)
+	sendOTLP(t, p.HTTP, want)
 	c.WaitOutput("no space left on device", 30*time.Second)
 	assert.Contains(t, c.Output(), "Exporting failed. Will retry the request after interval.")
 	c.Stop()

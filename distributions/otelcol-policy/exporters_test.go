@@ -93,7 +93,7 @@ service:
 		wantKeys = append(wantKeys, results[i].Key())
 	}
 	slices.Sort(wantKeys)
-	sendOTLP(t, p.http, results...)
+	sendOTLP(t, p.HTTP, results...)
 
 	keysOf := func(lines []map[string]any) []string {
 		var keys []string

@@ -67,7 +67,7 @@ service:
 			sent[id] = true
 			events = append(events, fmt.Sprintf(`{"decision_id":%q,"path":"kubernetes/admission","input":{"user":"bob"},"result":false,"timestamp":"2026-11-23T08:00:00Z"}`, id))
 		}
-		resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/logs", p.opa), "application/json",
+		resp, err := http.Post(fmt.Sprintf("http://127.0.0.1:%d/logs", p.OPA), "application/json",
 			bytes.NewReader([]byte("["+strings.Join(events, ",")+"]")))
 		require.NoError(t, err)
 		resp.Body.Close()
@@ -80,7 +80,7 @@ service:
 	// The collector tells why records wait: a warning naming the topic, and the gauge.
 	waitMissing := func(p ports) {
 		c.WaitOutput(`"topic": "decisions"`, 30*time.Second)
-		metrics := fmt.Sprintf("http://127.0.0.1:%d/metrics", p.metrics)
+		metrics := fmt.Sprintf("http://127.0.0.1:%d/metrics", p.Metrics)
 		collectortest.Eventually(t, 30*time.Second, func() error {
 			v, err := promtext.ReadMetric(metrics, "otelcol_exporter_kafka_missing_topic_records", `topic="decisions"`)
 			if err != nil || v == 0 {
@@ -104,7 +104,7 @@ service:
 	kafkatest.CreateTopic(t, brokers, topic, 1)
 
 	// Everything waiting is delivered once the queue is empty and nothing waits for the topic any more.
-	metrics := fmt.Sprintf("http://127.0.0.1:%d/metrics", p.metrics)
+	metrics := fmt.Sprintf("http://127.0.0.1:%d/metrics", p.Metrics)
 	collectortest.Eventually(t, 60*time.Second, func() error {
 		q, err := promtext.ReadMetric(metrics, "otelcol_exporter_queue_size", `exporter="kafka"`)
 		if err != nil || q > 0 {

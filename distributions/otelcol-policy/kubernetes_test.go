@@ -2,7 +2,6 @@ package distribution_test
 
 import (
 	"bufio"
-	"compress/gzip"
 	"context"
 	"debug/buildinfo"
 	"encoding/json"
@@ -10,9 +9,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"io"
-	"net/http"
-	"net/http/httptest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -27,9 +23,12 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
+	"go.opentelemetry.io/collector/pdata/pcommon"
+	"go.opentelemetry.io/collector/pdata/plog"
+	appsv1 "k8s.io/api/apps/v1"
 	coordinationv1 "k8s.io/api/coordination/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/meta"
 	"k8s.io/apimachinery/pkg/api/resource"
@@ -45,6 +44,7 @@ import (
 
 	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
 	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
+	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
 // The manifests under kubernetes/ are built with a minimal kustomize: go.mod has no kustomize library
@@ -272,6 +272,7 @@ func TestKubernetesManifestsBuild(t *testing.T) {
 		"Namespace /otelcol-policy-node", "ServiceAccount otelcol-policy-node/otelcol-policy-node",
 		"ConfigMap otelcol-policy-node/otelcol-policy-settings", "ConfigMap otelcol-policy-node/otelcol-policy-node-config",
 		"DaemonSet otelcol-policy-node/otelcol-policy-node", "Service otelcol-policy-node/otelcol-policy-decisions",
+		"NetworkPolicy otelcol-policy-node/otelcol-policy-decisions",
 	}, ids)
 
 	// The ClusterRole grants get/list/watch on exactly the receiver's report resources.
@@ -326,6 +327,71 @@ func TestKubernetesManifestsBuild(t *testing.T) {
 	require.NotNil(t, svc.Spec.InternalTrafficPolicy)
 	assert.Equal(t, corev1.ServiceInternalTrafficPolicyLocal, *svc.Spec.InternalTrafficPolicy)
 	assert.Equal(t, int32(8182), svc.Spec.Ports[0].Port)
+}
+
+// TestKubernetesDaemonSetIsClosed: the DaemonSet's OPA endpoint listens on every address of the node, so it is
+// closed by default twice: the receiver requires the bearer token of a Secret the manifests do not ship (each
+// cluster makes its own; the pod does not start without it), and a NetworkPolicy admits only pods labelled as
+// decision producers, on the OPA port only. testbed/hostile runs the config and checks the 401s.
+func TestKubernetesDaemonSetIsClosed(t *testing.T) {
+	objs := kustomize(t, kubernetesDir(t))
+	for _, o := range objs {
+		assert.NotEqual(t, "Secret", o.GetKind(), "%s: no secret is shipped", objID(o))
+	}
+	var config string
+	for _, wc := range workloadConfigs(t, objs) {
+		if wc.workload.GetKind() != "DaemonSet" {
+			continue
+		}
+		config = wc.config
+		var cfg struct {
+			Extensions map[string]map[string]any
+			Receivers  struct {
+				DecisionLogs struct {
+					OPA struct {
+						Endpoint string
+						Auth     struct{ Authenticator string }
+					}
+				} `json:"decision_logs"`
+			}
+			Service struct{ Extensions []string }
+		}
+		require.NoError(t, yaml.Unmarshal([]byte(config), &cfg))
+		opa := cfg.Receivers.DecisionLogs.OPA
+		assert.Equal(t, "0.0.0.0:8182", opa.Endpoint)
+		auth := opa.Auth.Authenticator
+		require.Equal(t, "bearertokenauth/opa", auth, "the OPA endpoint requires a token")
+		assert.Contains(t, cfg.Service.Extensions, auth)
+		tokenFile, _ := cfg.Extensions[auth]["filename"].(string)
+		require.NotEmpty(t, tokenFile, "the token comes from a file, not the config")
+		assert.Empty(t, cfg.Extensions[auth]["token"])
+		assert.Equal(t, true, cfg.Extensions[auth]["wait_for_token_file"], "no start without the token")
+
+		// The token file is the key "token" of the Secret otelcol-policy-opa-token, read-only, not optional.
+		m, ok := wc.mounts[filepath.Dir(tokenFile)]
+		require.True(t, ok, "%s is mounted", filepath.Dir(tokenFile))
+		assert.True(t, m.ReadOnly)
+		vol := wc.volumes[m.Name]
+		require.NotNil(t, vol.Secret, "%s is a Secret volume", m.Name)
+		assert.Equal(t, "otelcol-policy-opa-token", vol.Secret.SecretName)
+		assert.True(t, vol.Secret.Optional == nil || !*vol.Secret.Optional, "the Secret is required")
+		require.Len(t, vol.Secret.Items, 1)
+		assert.Equal(t, corev1.KeyToPath{Key: "token", Path: filepath.Base(tokenFile)}, vol.Secret.Items[0])
+	}
+	require.NotEmpty(t, config, "the DaemonSet's config")
+
+	np := typed[networkingv1.NetworkPolicy](t, find(t, objs, "NetworkPolicy", nodeNS, "otelcol-policy-decisions"))
+	ds := typed[appsv1.DaemonSet](t, find(t, objs, "DaemonSet", nodeNS, "otelcol-policy-node"))
+	assert.Equal(t, ds.Spec.Selector.MatchLabels, np.Spec.PodSelector.MatchLabels, "the policy selects the DaemonSet's pods")
+	assert.Equal(t, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}, np.Spec.PolicyTypes)
+	require.Len(t, np.Spec.Ingress, 1, "one rule: the producers, on the OPA port")
+	rule := np.Spec.Ingress[0]
+	require.Len(t, rule.Ports, 1)
+	assert.Equal(t, "opa", rule.Ports[0].Port.String())
+	require.Len(t, rule.From, 1)
+	require.NotNil(t, rule.From[0].PodSelector)
+	assert.Equal(t, map[string]string{"otelcol-policy/decision-logs": "allowed"}, rule.From[0].PodSelector.MatchLabels)
+	assert.Empty(t, rule.From[0].IPBlock)
 }
 
 // TestKubernetesKustomizeMatchesKubectl compares the minimal kustomize with the real one, when kubectl is there.
@@ -999,64 +1065,29 @@ func TestDockerfile(t *testing.T) {
 	assert.Equal(t, 2, n, "the Deployment and the DaemonSet run the image")
 }
 
-// otlpSink is an OTLP/HTTP logs endpoint that records what it receives.
-type otlpSink struct {
-	mu      sync.Mutex
-	records []string // policy.name policy.result policy.result.state
-}
-
-func (s *otlpSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var in io.Reader = r.Body
-	if r.Header.Get("Content-Encoding") == "gzip" {
-		gz, err := gzip.NewReader(r.Body)
-		if err != nil {
-			http.Error(w, err.Error(), http.StatusBadRequest)
-			return
+// sinkResults is what the sink received: "policy.name policy.result policy.result.state" a record.
+func sinkResults(sink *collectortest.OTLPSink) []string {
+	var out []string
+	sink.Each(func(_ pcommon.Resource, lr plog.LogRecord) {
+		get := func(k string) string {
+			v, _ := lr.Attributes().Get(k)
+			return v.AsString()
 		}
-		in = gz
-	}
-	body, err := io.ReadAll(in)
-	req := plogotlp.NewExportRequest()
-	if err == nil {
-		err = req.UnmarshalProto(body)
-	}
-	if err != nil {
-		http.Error(w, err.Error(), http.StatusBadRequest)
-		return
-	}
-	s.mu.Lock()
-	for _, rl := range req.Logs().ResourceLogs().All() {
-		for _, sl := range rl.ScopeLogs().All() {
-			for _, lr := range sl.LogRecords().All() {
-				get := func(k string) string {
-					v, _ := lr.Attributes().Get(k)
-					return v.AsString()
-				}
-				s.records = append(s.records, get("policy.name")+" "+get("policy.result")+" "+get("policy.result.state"))
-			}
-		}
-	}
-	s.mu.Unlock()
-	out, _ := plogotlp.NewExportResponse().MarshalProto()
-	w.Header().Set("Content-Type", "application/x-protobuf")
-	_, _ = w.Write(out)
+		out = append(out, get(policyresult.AttrPolicy)+" "+get(policyresult.AttrResult)+" "+get(policyresult.AttrResultState))
+	})
+	return out
 }
 
-func (s *otlpSink) got() []string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return slices.Clone(s.records)
-}
-
-func (s *otlpSink) wait(t *testing.T, n int) []string {
+// waitSinkResults waits until the sink received n records.
+func waitSinkResults(t *testing.T, sink *collectortest.OTLPSink, n int) []string {
 	t.Helper()
 	collectortest.Eventually(t, 30*time.Second, func() error {
-		if got := s.got(); len(got) < n {
+		if got := sinkResults(sink); len(got) < n {
 			return fmt.Errorf("%d of %d records: %v", len(got), n, got)
 		}
 		return nil
 	})
-	return s.got()
+	return sinkResults(sink)
 }
 
 // TestKubernetesDeploymentReplicasHandOver runs the Deployment's collector config twice, as two replicas would:
@@ -1085,9 +1116,7 @@ func TestKubernetesDeploymentReplicasHandOver(t *testing.T) {
 	}
 	e.cluster.Apply(t, prGVR, report("fail"))
 
-	sink := &otlpSink{}
-	srv := httptest.NewServer(sink)
-	t.Cleanup(srv.Close)
+	sink := collectortest.StartOTLPSink(t)
 
 	// The ServiceAccount's identity: an admin token impersonating it.
 	kubeconfig := filepath.Join(t.TempDir(), "kubeconfig")
@@ -1133,7 +1162,7 @@ service:
   telemetry:
     metrics: {level: none}
 `, health, shared, filepath.Join(dir, "queue")), 0o600))
-		c := collectortest.StartEnv(t, dir, []string{"KUBECONFIG=" + kubeconfig, "CLUSTER_NAME=test", "OTLP_ENDPOINT=" + srv.URL}, base, overlay)
+		c := collectortest.StartEnv(t, dir, []string{"KUBECONFIG=" + kubeconfig, "CLUSTER_NAME=test", "OTLP_ENDPOINT=" + sink.URL}, base, overlay)
 		url := fmt.Sprintf("http://127.0.0.1:%d/", health)
 		c.WaitHealthy(url)
 		return replica{c, url}
@@ -1141,7 +1170,7 @@ service:
 	a := startReplica("a")
 	b := startReplica("b")
 
-	assert.Equal(t, []string{"require-labels fail new"}, sink.wait(t, 1))
+	assert.Equal(t, []string{"require-labels fail new"}, waitSinkResults(t, sink, 1))
 	lease, err := e.cs.CoordinationV1().Leases(saNamespace).Get(ctx, leaseName, metav1.GetOptions{})
 	require.NoError(t, err)
 	require.NotNil(t, lease.Spec.HolderIdentity)
@@ -1158,8 +1187,8 @@ service:
 	follower.c.WaitOutput("Started leading", 30*time.Second)
 	follower.c.WaitHealthy(follower.health)
 	time.Sleep(3 * time.Second)
-	assert.Len(t, sink.got(), 1, "the new leader continues from the shared state: nothing re-sent")
+	assert.Len(t, sinkResults(sink), 1, "the new leader continues from the shared state: nothing re-sent")
 	e.cluster.Apply(t, prGVR, report("pass"))
-	assert.Equal(t, []string{"require-labels fail new", "require-labels pass changed"}, sink.wait(t, 2))
+	assert.Equal(t, []string{"require-labels fail new", "require-labels pass changed"}, waitSinkResults(t, sink, 2))
 	follower.c.Stop()
 }

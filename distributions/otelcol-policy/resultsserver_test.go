@@ -70,7 +70,7 @@ service:
 	defer c.Stop()
 	pass := sampleResult("web-3")
 	pass.Outcome = policyresult.OutcomePass
-	sendOTLP(t, p.http, sampleResult("web-1"), sampleResult("web-2"), pass)
+	sendOTLP(t, p.HTTP, sampleResult("web-1"), sampleResult("web-2"), pass)
 
 	want := fleetCounts{Cluster: "laptop", Source: "kyverno", Policy: "disallow-privileged", Pass: 1, Fail: 2, Total: 3}
 	var fleet struct{ Policies []fleetCounts }

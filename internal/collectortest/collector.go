@@ -195,3 +195,6 @@ func (s *syncBuffer) String() string {
 
 // Pid is the process id, for reading its resource usage.
 func (c *Collector) Pid() int { return c.cmd.Process.Pid }
+
+// Exited is closed once the process has exited.
+func (c *Collector) Exited() <-chan struct{} { return c.exited }

@@ -93,14 +93,7 @@ service:
   telemetry:
     logs:
       level: info
-    metrics:
-      readers:
-        - pull:
-            exporter:
-              prometheus:
-                host: 127.0.0.1
-                port: %d
-`, healthPort, storageDir, opaPort, endpoint, miniotest.Region, bucket, metricsPort)
+%s`, healthPort, storageDir, opaPort, endpoint, miniotest.Region, bucket, collectortest.MetricsTelemetry(metricsPort))
 }
 
 func TestCrashNothingLost(t *testing.T) {

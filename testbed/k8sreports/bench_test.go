@@ -237,14 +237,7 @@ service:
   telemetry:
     logs:
       level: warn
-    metrics:
-      readers:
-        - pull:
-            exporter:
-              prometheus:
-                host: 127.0.0.1
-                port: %[2]d
-`, dir, metricsPort, pprofPort, queueStorage(s))
+%[2]s`, dir, collectortest.MetricsTelemetry(metricsPort), pprofPort, queueStorage(s))
 	cfgPath := filepath.Join(dir, "config.yaml")
 	require.NoError(b, os.WriteFile(cfgPath, []byte(cfg), 0o600))
 

@@ -190,12 +190,5 @@ service:
   telemetry:
     logs:
       level: warn
-    metrics:
-      readers:
-        - pull:
-            exporter:
-              prometheus:
-                host: 127.0.0.1
-                port: %d
-`, healthPort, storageDir, d.receiverConfig(inPort), d.exporter, queueBytes, d.receiver, d.name, metricsPort)
+%s`, healthPort, storageDir, d.receiverConfig(inPort), d.exporter, queueBytes, d.receiver, d.name, collectortest.MetricsTelemetry(metricsPort))
 }

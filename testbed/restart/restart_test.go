@@ -86,30 +86,9 @@ func records(t *testing.T, dir string) []string {
 }
 
 func startCollector(t *testing.T, dir string, env []string) *collectortest.Collector {
-	health := collectortest.FreePort(t)
-	overlay := filepath.Join(dir, "overlay.yaml")
-	require.NoError(t, os.WriteFile(overlay, []byte(fmt.Sprintf(`
-extensions:
-  health_check:
-    endpoint: 127.0.0.1:%d
-receivers:
-  otlp:
-    protocols:
-      grpc:
-        endpoint: 127.0.0.1:%d
-      http:
-        endpoint: 127.0.0.1:%d
-  decision_logs:
-    opa:
-      endpoint: 127.0.0.1:%d
-service:
-  telemetry:
-    metrics:
-      level: none
-`, health, collectortest.FreePort(t), collectortest.FreePort(t), collectortest.FreePort(t))), 0o600))
-	config := filepath.Join(collectortest.RepoRoot(t), "distributions", "otelcol-policy", "config.yaml")
-	c := collectortest.StartEnv(t, dir, env, config, overlay)
-	c.WaitHealthy(fmt.Sprintf("http://127.0.0.1:%d/", health))
+	overlay, p := collectortest.DefaultConfigOverlay(t, dir)
+	c := collectortest.StartEnv(t, dir, env, collectortest.DefaultConfig(t), overlay)
+	c.WaitHealthy(collectortest.HealthURL(p.Health))
 	return c
 }
 

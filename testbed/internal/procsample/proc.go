@@ -8,21 +8,21 @@ import (
 	"strings"
 )
 
-// memory is what /proc/<pid>/status says about a process's resident memory, in MB (MiB, as the kernel's kB
+// Memory is what /proc/<pid>/status says about a process's resident memory, in MB (MiB, as the kernel's kB
 // are KiB).
-type memory struct {
+type Memory struct {
 	RSS float64 // VmRSS: resident now
 	HWM float64 // VmHWM: the process's peak resident memory, which the kernel tracks between our samples
 }
 
-// readMemory fails when the process is gone (its /proc entry no longer exists).
-func readMemory(pid int) (memory, error) {
+// ReadMemory reads them; it fails when the process is gone (its /proc entry no longer exists).
+func ReadMemory(pid int) (Memory, error) {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return memory{}, err
+		return Memory{}, err
 	}
 	defer f.Close()
-	var m memory
+	var m Memory
 	var seen int
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
@@ -32,7 +32,7 @@ func readMemory(pid int) (memory, error) {
 		}
 		kb, err := strconv.ParseFloat(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 64)
 		if err != nil {
-			return memory{}, fmt.Errorf("/proc/%d/status: %s: %w", pid, k, err)
+			return Memory{}, fmt.Errorf("/proc/%d/status: %s: %w", pid, k, err)
 		}
 		if k == "VmRSS" {
 			m.RSS = kb / 1024
@@ -42,11 +42,17 @@ func readMemory(pid int) (memory, error) {
 		seen++
 	}
 	if err := sc.Err(); err != nil {
-		return memory{}, err
+		return Memory{}, err
 	}
 	if seen < 2 {
 		// A zombie has no memory lines any more: it is as good as gone.
-		return memory{}, fmt.Errorf("/proc/%d/status has no VmRSS/VmHWM", pid)
+		return Memory{}, fmt.Errorf("/proc/%d/status has no VmRSS/VmHWM", pid)
 	}
 	return m, nil
+}
+
+// ResetPeak starts a new peak: the kernel sets VmHWM back to the current resident memory (clear_refs value 5),
+// so that one process can be measured attack by attack.
+func ResetPeak(pid int) error {
+	return os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0)
 }

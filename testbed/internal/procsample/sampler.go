@@ -111,7 +111,7 @@ func (s *Sampler) sample() {
 	if pid <= 0 {
 		return
 	}
-	mem, err := readMemory(pid)
+	mem, err := ReadMemory(pid)
 	if err != nil {
 		return // the process is gone; its replacement will be sampled once it runs
 	}

@@ -212,7 +212,7 @@ func TestSamplerRunsAndWrites(t *testing.T) {
 	if integral < 0.95*served || integral > 1.05*served {
 		t.Fatalf("rates integrate to %v, the counter rose by %v; samples %+v", integral, served, series.Samples)
 	}
-	self, err := readMemory(os.Getpid())
+	self, err := ReadMemory(os.Getpid())
 	if err != nil {
 		t.Fatal(err)
 	}
