@@ -112,7 +112,11 @@ func writeDelivery(b *bytes.Buffer, d deliveryResult) {
 		}
 		p("\n")
 	}
-	for _, f := range d.Files {
+	attacks, files := splitHostile(d.Files)
+	if len(attacks) > 0 {
+		writeHostile(b, attacks)
+	}
+	for _, f := range files {
 		p("Results in `%s`:\n\n| field | value |\n| --- | --- |\n", f.Name)
 		for _, kv := range flatten(f.Data) {
 			p("| %s | %s |\n", kv[0], kv[1])

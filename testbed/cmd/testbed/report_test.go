@@ -250,3 +250,23 @@ func TestWriteAndRewrite(t *testing.T) {
 		t.Errorf("a plot without series: %v, written %v", err, written)
 	}
 }
+
+func TestHostileAttacksAreOneTable(t *testing.T) {
+	d := deliveryResult{Package: "hostile", Present: true, Passed: true, Files: []resultFile{
+		{Name: "hostile-gzip_bomb-default-full.json", Data: json.RawMessage(`{"attack":"gzip_bomb","config":"default","scale":"full","peak_rss_mib":81.5,"bound_mib":256,"legit_accepted":120,"legit_refusals":3,"legit_delivered":120,"counted":{"too_large":1}}`)},
+		{Name: "hostile-idle-daemonset-full.json", Data: json.RawMessage(`{"attack":"idle","config":"daemonset","scale":"full","peak_rss_mib":60,"bound_mib":256,"legit_delivered":40}`)},
+		{Name: "other.json", Data: json.RawMessage(`{"x":1}`)},
+	}}
+	var b bytes.Buffer
+	writeDelivery(&b, d)
+	out := b.String()
+	if !strings.Contains(out, "| gzip_bomb | default | 81.5 MiB | 256 MiB | 120 (3) | too_large 1 |") {
+		t.Errorf("no row for the gzip bomb:\n%s", out)
+	}
+	if strings.Index(out, "| gzip_bomb") > strings.Index(out, "| idle") {
+		t.Errorf("the default config's attacks come first:\n%s", out)
+	}
+	if strings.Contains(out, "hostile-gzip_bomb-default-full.json") || !strings.Contains(out, "Results in `other.json`") {
+		t.Errorf("attack files are in the table, other files as before:\n%s", out)
+	}
+}
