@@ -31,6 +31,7 @@ const shutdownTimeout = 10 * time.Second
 
 type serveOptions struct {
 	listen, db, tokenFile, tlsCert, tlsKey, clientCA, httpListen, logLevel string
+	limits                                                                 limitOptions
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (serveOptions, error) {
@@ -45,8 +46,12 @@ func parseServeFlags(args []string, stderr io.Writer) (serveOptions, error) {
 	fs.StringVar(&o.clientCA, "client-ca", "", "CA file (PEM) client certificates must chain to: mutual TLS")
 	fs.StringVar(&o.httpListen, "http-listen", "", "fleet view HTTP listen address, host:port (off when empty)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
+	o.limits.register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return serveOptions{}, err
+	}
+	if err := o.limits.validate(); err != nil {
+		return serveOptions{}, usageError{fmt.Errorf("serve: %w", err)}
 	}
 	switch {
 	case o.listen == "":
@@ -139,7 +144,7 @@ func serve(ctx context.Context, o serveOptions, logger *zap.Logger) error {
 	if err != nil {
 		return err
 	}
-	srv, err := resultsserver.Open(ctx, resultsserver.Config{DB: o.db, Tokens: tokens, Logger: logger})
+	srv, err := resultsserver.Open(ctx, resultsserver.Config{DB: o.db, Tokens: tokens, Limits: o.limits.grpc, Logger: logger})
 	if err != nil {
 		return err
 	}
@@ -154,6 +159,7 @@ func serve(ctx context.Context, o serveOptions, logger *zap.Logger) error {
 	if err != nil {
 		return err
 	}
+	lis = srv.LimitListener(lis, o.limits.maxConnections, resultsserver.ListenerGRPC)
 	var hs *http.Server
 	var hlis net.Listener
 	if o.httpListen != "" {
@@ -161,8 +167,9 @@ func serve(ctx context.Context, o serveOptions, logger *zap.Logger) error {
 			lis.Close()
 			return err
 		}
-		hs = &http.Server{Handler: srv.HTTPHandler(), ReadHeaderTimeout: 10 * time.Second, TLSConfig: tlsCfg,
-			ErrorLog: zap.NewStdLog(logger.Named("http"))}
+		hlis = srv.LimitListener(hlis, o.limits.httpMaxConnections, resultsserver.ListenerHTTP)
+		hs = o.limits.httpServer(srv.HTTPHandler())
+		hs.TLSConfig, hs.ErrorLog = tlsCfg, zap.NewStdLog(logger.Named("http"))
 	}
 
 	security := "plaintext"

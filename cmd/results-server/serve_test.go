@@ -25,10 +25,21 @@ import (
 
 	"github.com/otelcol-policy/otelcol-policy/internal/freeport"
 	"github.com/otelcol-policy/otelcol-policy/internal/resultsapi"
+	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver"
 	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver/testcerts"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 	pb "github.com/otelcol-policy/otelcol-policy/proto/policyresults/v1"
 )
+
+// defaultLimits are the limits the README documents.
+var defaultLimits = limitOptions{
+	grpc: resultsserver.Limits{MaxRecvMsgSize: 4 << 20, MaxResults: 10000, MaxConcurrentStreams: 32,
+		MaxHeaderBytes: 16 << 10, RequestTimeout: time.Minute, HandshakeTimeout: 10 * time.Second,
+		MaxConnectionIdle: 5 * time.Minute},
+	maxConcurrentStreams: 32, maxHeaderBytes: 16 << 10, maxConnections: 512, httpMaxConnections: 128,
+	httpReadHeaderTimeout: 10 * time.Second, httpReadTimeout: 30 * time.Second, httpWriteTimeout: time.Minute,
+	httpIdleTimeout: time.Minute,
+}
 
 func TestParseServeFlags(t *testing.T) {
 	tests := []struct {
@@ -37,17 +48,39 @@ func TestParseServeFlags(t *testing.T) {
 		wantErr string
 	}{{
 		args: []string{"--listen", ":7443"},
-		want: serveOptions{listen: ":7443", db: DefaultDB, logLevel: "info"},
+		want: serveOptions{listen: ":7443", db: DefaultDB, logLevel: "info", limits: defaultLimits},
 	}, {
 		args: []string{"--listen", "127.0.0.1:7443", "--db", "postgres://u:p@db:5432/results?sslmode=disable",
 			"--token-file", "tokens", "--tls-cert", "c.pem", "--tls-key", "k.pem", "--client-ca", "ca.pem",
 			"--http-listen", ":8080", "--log-level", "debug"},
 		want: serveOptions{listen: "127.0.0.1:7443", db: "postgres://u:p@db:5432/results?sslmode=disable",
-			tokenFile: "tokens", tlsCert: "c.pem", tlsKey: "k.pem", clientCA: "ca.pem", httpListen: ":8080", logLevel: "debug"},
+			tokenFile: "tokens", tlsCert: "c.pem", tlsKey: "k.pem", clientCA: "ca.pem", httpListen: ":8080", logLevel: "debug",
+			limits: defaultLimits},
 	}, {
 		args: []string{"-listen=:1", "-db=sqlite:///var/lib/results.db"},
-		want: serveOptions{listen: ":1", db: "sqlite:///var/lib/results.db", logLevel: "info"},
+		want: serveOptions{listen: ":1", db: "sqlite:///var/lib/results.db", logLevel: "info", limits: defaultLimits},
+	}, {
+		args: []string{"--listen", ":1", "--max-recv-msg-size", "1048576", "--max-results-per-request", "500",
+			"--max-concurrent-streams", "4", "--max-header-bytes", "8192", "--request-timeout", "5s",
+			"--handshake-timeout", "2s", "--max-connection-idle", "1m", "--max-connections", "10",
+			"--http-max-connections", "3", "--http-read-header-timeout", "1s", "--http-read-timeout", "2s",
+			"--http-write-timeout", "3s", "--http-idle-timeout", "4s"},
+		want: serveOptions{listen: ":1", db: DefaultDB, logLevel: "info", limits: limitOptions{
+			grpc: resultsserver.Limits{MaxRecvMsgSize: 1 << 20, MaxResults: 500, MaxConcurrentStreams: 4,
+				MaxHeaderBytes: 8192, RequestTimeout: 5 * time.Second, HandshakeTimeout: 2 * time.Second,
+				MaxConnectionIdle: time.Minute},
+			maxConcurrentStreams: 4, maxHeaderBytes: 8192, maxConnections: 10, httpMaxConnections: 3,
+			httpReadHeaderTimeout: time.Second, httpReadTimeout: 2 * time.Second, httpWriteTimeout: 3 * time.Second,
+			httpIdleTimeout: 4 * time.Second,
+		}},
 	},
+		{args: []string{"--listen", ":1", "--max-recv-msg-size", "0"}, wantErr: "serve: --max-recv-msg-size must be positive"},
+		{args: []string{"--listen", ":1", "--max-connections", "-1", "--http-idle-timeout", "0s"},
+			wantErr: "serve: --max-connections must be positive\n--http-idle-timeout must be positive"},
+		{args: []string{"--listen", ":1", "--max-concurrent-streams", "4294967296"},
+			wantErr: "serve: --max-concurrent-streams and --max-header-bytes must be at most 4294967295"},
+		{args: []string{"--listen", ":1", "--request-timeout", "soon"},
+			wantErr: `invalid value "soon" for flag -request-timeout: parse error`},
 		{args: []string{}, wantErr: "serve: --listen is required"},
 		{args: []string{"--listen", ":1", "--db", ""}, wantErr: "serve: --db must not be empty"},
 		{args: []string{"--listen", ":1", "--tls-cert", "c.pem"}, wantErr: "serve: --tls-cert and --tls-key go together"},

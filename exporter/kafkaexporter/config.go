@@ -57,6 +57,10 @@ type Config struct {
 	// TopicFromAttribute names a resource or record attribute (the record's wins) whose value is the topic; records
 	// without it go to logs::topic.
 	TopicFromAttribute string `mapstructure:"topic_from_attribute"`
+	// TopicAllowlist lists, by exact name, the topics TopicFromAttribute may name; a record naming another one
+	// goes to logs::topic, and is counted. The attribute comes from the data, so without the list any record
+	// could pick any topic, and have the brokers create it.
+	TopicAllowlist []string `mapstructure:"topic_allowlist"`
 
 	TimeoutConfig exporterhelper.TimeoutConfig                             `mapstructure:",squash"`
 	QueueConfig   configoptional.Optional[exporterhelper.QueueBatchConfig] `mapstructure:"sending_queue"`
@@ -113,6 +117,8 @@ type SASLConfig struct {
 	Mechanism string              `mapstructure:"mechanism"`
 	Username  string              `mapstructure:"username"`
 	Password  configopaque.String `mapstructure:"password"`
+	// InsecurePlaintext accepts SASL on connections without TLS (see Config.Validate); it is refused with TLS.
+	InsecurePlaintext bool `mapstructure:"insecure_plaintext"`
 }
 
 // Validate checks the configuration before the collector starts.
@@ -162,6 +168,71 @@ func (c *Config) Validate() error {
 		if s.Password == "" {
 			errs = append(errs, errors.New("auth::sasl::password must be set"))
 		}
+		if err := c.validatePlaintextSASL(s); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	if err := c.validateTopicAllowlist(); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// validatePlaintextSASL refuses SASL on connections without TLS unless auth::sasl::insecure_plaintext
+// acknowledges it. PLAIN sends the password in clear text. SCRAM does not send it, but an eavesdropper who
+// records the exchange can guess the password offline at the speed of its hash, and without TLS the records
+// and the authenticated connection are open to reading and tampering on the network path: both need the
+// acknowledgement.
+func (c *Config) validatePlaintextSASL(s *SASLConfig) error {
+	tc := c.Auth.TLS.Get()
+	// configtls's insecure, without a CA, turns TLS off.
+	plaintext := tc == nil || (tc.Insecure && tc.CAFile == "" && tc.CAPem == "")
+	switch {
+	case s.Mechanism != MechanismPlain && s.Mechanism != MechanismScramSHA256 && s.Mechanism != MechanismScramSHA512:
+		return nil // refused on its own
+	case plaintext && !s.InsecurePlaintext && s.Mechanism == MechanismPlain:
+		return errors.New("auth::sasl with mechanism PLAIN and without auth::tls sends the password in clear text to anyone " +
+			"on the network path: configure auth::tls, or set auth::sasl::insecure_plaintext: true to accept it")
+	case plaintext && !s.InsecurePlaintext:
+		return fmt.Errorf("auth::sasl with mechanism %s and without auth::tls exposes the password to offline guessing by "+
+			"anyone who records the exchange, and the records to reading and tampering: configure auth::tls, or set "+
+			"auth::sasl::insecure_plaintext: true to accept it", s.Mechanism)
+	case !plaintext && s.InsecurePlaintext:
+		return errors.New("auth::sasl::insecure_plaintext applies only without auth::tls: remove it")
+	}
+	return nil
+}
+
+// maxTopicNameLen is Kafka's longest topic name.
+const maxTopicNameLen = 249
+
+func (c *Config) validateTopicAllowlist() error {
+	switch {
+	case c.TopicFromAttribute != "" && len(c.TopicAllowlist) == 0:
+		return errors.New("topic_allowlist must list the topics topic_from_attribute may name: the attribute comes from " +
+			"the data, and without the list any record could pick any topic, and have the brokers create it")
+	case c.TopicFromAttribute == "" && len(c.TopicAllowlist) > 0:
+		return errors.New("topic_allowlist is used only with topic_from_attribute")
+	}
+	var errs []error
+	for i, t := range c.TopicAllowlist {
+		if !validTopicName(t) {
+			errs = append(errs, fmt.Errorf("topic_allowlist[%d] %q is not a Kafka topic name (1 to %d of a-z A-Z 0-9 . _ -, not \".\" or \"..\")",
+				i, t, maxTopicNameLen))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// validTopicName follows Kafka's rules for topic names.
+func validTopicName(t string) bool {
+	if t == "" || len(t) > maxTopicNameLen || t == "." || t == ".." {
+		return false
+	}
+	for _, c := range []byte(t) {
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+			return false
+		}
+	}
+	return true
 }

@@ -53,6 +53,7 @@ func TestLoadConfig(t *testing.T) {
 	custom.Auth.SASL = configoptional.Some(SASLConfig{Mechanism: MechanismScramSHA512, Username: "collector", Password: "s3cret"})
 	custom.RecordKeyAttribute = policyresult.AttrResultID
 	custom.TopicFromAttribute = "kafka.topic"
+	custom.TopicAllowlist = []string{"policy-decisions", "policy-audit"}
 	custom.TimeoutConfig.Timeout = 10 * time.Second
 	custom.RetryConfig.InitialInterval = time.Second
 	custom.RetryConfig.MaxInterval = 30 * time.Second
@@ -71,6 +72,9 @@ func TestLoadConfig(t *testing.T) {
 	}
 	defaults := createDefaultConfig().(*Config)
 	defaults.Brokers = []string{"kafka-0.kafka:9092"}
+	acknowledged := withBrokers(-1)
+	acknowledged.Auth.SASL = configoptional.Some(SASLConfig{Mechanism: MechanismPlain, Username: "collector", Password: "s3cret",
+		InsecurePlaintext: true})
 
 	for _, tt := range []struct {
 		id      component.ID
@@ -93,6 +97,23 @@ func TestLoadConfig(t *testing.T) {
 			"auth::sasl::username must be set\n" +
 			"auth::sasl::password must be set"},
 		{id: component.NewIDWithName(metadata.Type, "bad_acks_text"), wantErr: `required_acks must be 0, 1, -1 or all, got "leader"`},
+		{id: component.NewIDWithName(metadata.Type, "sasl_plain_without_tls"), wantErr: "auth::sasl with mechanism PLAIN and " +
+			"without auth::tls sends the password in clear text to anyone on the network path: configure auth::tls, or set " +
+			"auth::sasl::insecure_plaintext: true to accept it"},
+		{id: component.NewIDWithName(metadata.Type, "sasl_scram_without_tls"), wantErr: "auth::sasl with mechanism SCRAM-SHA-256 " +
+			"and without auth::tls exposes the password to offline guessing by anyone who records the exchange, and the " +
+			"records to reading and tampering: configure auth::tls, or set auth::sasl::insecure_plaintext: true to accept it"},
+		{id: component.NewIDWithName(metadata.Type, "sasl_tls_insecure"), wantErr: "auth::sasl with mechanism PLAIN and without auth::tls sends"},
+		{id: component.NewIDWithName(metadata.Type, "sasl_plaintext_acknowledged"), want: acknowledged},
+		{id: component.NewIDWithName(metadata.Type, "insecure_plaintext_with_tls"), wantErr: "auth::sasl::insecure_plaintext applies only without auth::tls: remove it"},
+		{id: component.NewIDWithName(metadata.Type, "topic_attribute_without_allowlist"), wantErr: "topic_allowlist must list " +
+			"the topics topic_from_attribute may name: the attribute comes from the data, and without the list any record " +
+			"could pick any topic, and have the brokers create it"},
+		{id: component.NewIDWithName(metadata.Type, "allowlist_without_attribute"), wantErr: "topic_allowlist is used only with topic_from_attribute"},
+		{id: component.NewIDWithName(metadata.Type, "bad_allowlist"), wantErr: `topic_allowlist[1] "" is not a Kafka topic name (1 to 249 of a-z A-Z 0-9 . _ -, not "." or "..")` + "\n" +
+			`topic_allowlist[2] "a/b" is not a Kafka topic name` + " (1 to 249 of a-z A-Z 0-9 . _ -, not \".\" or \"..\")\n" +
+			`topic_allowlist[3] ".." is not a Kafka topic name` + " (1 to 249 of a-z A-Z 0-9 . _ -, not \".\" or \"..\")\n" +
+			`topic_allowlist[4] "x with space" is not a Kafka topic name`},
 	} {
 		t.Run(tt.id.String(), func(t *testing.T) {
 			cfg := createDefaultConfig()

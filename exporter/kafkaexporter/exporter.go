@@ -1,7 +1,6 @@
 package kafkaexporter // import "github.com/otelcol-policy/otelcol-policy/exporter/kafkaexporter"
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -31,6 +30,8 @@ type logsExporter struct {
 	telemetry *metadata.TelemetryBuilder
 	client    *kgo.Client
 	missing   *missingTopics
+
+	refusedLog rateLimit
 }
 
 func newLogsExporter(cfg *Config, set exporter.Settings) (*logsExporter, error) {
@@ -68,10 +69,6 @@ func (e *logsExporter) shutdown(context.Context) error {
 	return nil
 }
 
-func compareLocations(a, b logsubset.Location) int {
-	return cmp.Or(cmp.Compare(a.RI, b.RI), cmp.Compare(a.SI, b.SI), cmp.Compare(a.LI, b.LI))
-}
-
 type failure struct {
 	loc   logsubset.Location
 	topic string
@@ -88,6 +85,7 @@ func (e *logsExporter) consumeLogs(ctx context.Context, ld plog.Logs) error {
 	recs := make([]*kgo.Record, 0, n)
 	index := make(map[*kgo.Record]logsubset.Location, n)
 	var failures []failure
+	var refused refusedTopics
 
 	rls := ld.ResourceLogs()
 	for ri := range rls.Len() {
@@ -101,7 +99,8 @@ func (e *logsExporter) consumeLogs(ctx context.Context, ld plog.Logs) error {
 			for li := range lrs.Len() {
 				lr := lrs.At(li)
 				loc := logsubset.Location{RI: ri, SI: si, LI: li}
-				topic := b.topicFor(res, lr)
+				topic, notAllowed := b.topicFor(res, lr)
+				refused.add(notAllowed)
 				value, err := b.value(res, lr)
 				if err != nil {
 					failures = append(failures, failure{loc, topic, fmt.Errorf("%w: %w", errEncoding, err)})
@@ -118,6 +117,8 @@ func (e *logsExporter) consumeLogs(ctx context.Context, ld plog.Logs) error {
 			}
 		}
 	}
+
+	e.reportRefusedTopics(ctx, refused)
 
 	var ackBytes int64
 	delivered := map[string]bool{}
@@ -206,7 +207,6 @@ func (e *logsExporter) failed(ctx context.Context, ld plog.Logs, failures []fail
 			zap.Int("records", n), zap.Error(permErrs.join()))
 	}
 	if len(retry) > 0 {
-		slices.SortFunc(retry, compareLocations)
 		err := fmt.Errorf("%d of %d records not acknowledged by Kafka: %w", len(retry), n, retryErrs.join())
 		return consumererror.NewLogs(err, logsubset.Subset(ld, retry))
 	}

@@ -38,6 +38,7 @@ func TestProducesKeyedJSONRecords(t *testing.T) {
 	c := newCluster(t, kfake.SeedTopics(1, other))
 	cfg := syncConfig(c)
 	cfg.TopicFromAttribute = "kafka.topic"
+	cfg.TopicAllowlist = []string{other}
 	exp := startExporter(t, cfg)
 
 	require.NoError(t, exp.ConsumeLogs(context.Background(), mixedLogs("kafka.topic", other)))
@@ -290,7 +291,8 @@ func TestSASL(t *testing.T) {
 					cfg := syncConfig(c)
 					cfg.TimeoutConfig.Timeout = 1500 * time.Millisecond
 					cfg.Auth.SASL.GetOrInsertDefault()
-					*cfg.Auth.SASL.Get() = SASLConfig{Mechanism: mech, Username: "collector", Password: configOpaque(tt.password)}
+					*cfg.Auth.SASL.Get() = SASLConfig{Mechanism: mech, Username: "collector", Password: configOpaque(tt.password),
+						InsecurePlaintext: true} // kfake speaks no TLS
 					exp := startExporter(t, cfg)
 					err := exp.ConsumeLogs(context.Background(), resultLogs(1, mech))
 					if tt.wantErr == "" {
@@ -315,6 +317,7 @@ func TestPartialFailureRetriesOnlyFailedRecords(t *testing.T) {
 	h := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Topic: other, Err: kerr.NotEnoughReplicas, Count: -1})
 	cfg := syncConfig(c)
 	cfg.TopicFromAttribute = "kafka.topic"
+	cfg.TopicAllowlist = []string{other}
 	cfg.TimeoutConfig.Timeout = 1500 * time.Millisecond
 	e, err := newLogsExporter(cfg, exportertestSettings())
 	require.NoError(t, err)

@@ -17,7 +17,8 @@ const (
 	// seconds, and a topic that an operator creates in an hour should not write a thousand lines.
 	missingTopicLogInterval = time.Minute
 	// maxMissingTopics bounds the topics tracked one by one. topic_from_attribute takes topics from the data,
-	// so their number is the input's to choose; the rest are reported together as otherMissingTopics.
+	// limited to topic_allowlist, which is the configuration's to size; beyond this bound the rest are reported
+	// together as otherMissingTopics.
 	maxMissingTopics = 64
 	// otherMissingTopics cannot be a topic's name: Kafka allows only [a-zA-Z0-9._-] there.
 	otherMissingTopics = "(other)"

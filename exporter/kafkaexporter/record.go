@@ -16,6 +16,7 @@ import (
 type recordBuilder struct {
 	topic     string
 	topicAttr string
+	allowed   map[string]bool
 	keyAttr   string
 	encoding  string
 
@@ -25,12 +26,17 @@ type recordBuilder struct {
 }
 
 func newRecordBuilder(cfg *Config) *recordBuilder {
-	return &recordBuilder{
+	b := &recordBuilder{
 		topic:     cfg.Logs.Topic,
 		topicAttr: cfg.TopicFromAttribute,
+		allowed:   make(map[string]bool, len(cfg.TopicAllowlist)),
 		keyAttr:   cfg.RecordKeyAttribute,
 		encoding:  cfg.Logs.Encoding,
 	}
+	for _, t := range cfg.TopicAllowlist {
+		b.allowed[t] = true
+	}
+	return b
 }
 
 // eventName reads the record's EventName field, falling back to the attribute for producers that set only the
@@ -67,18 +73,24 @@ func (b *recordBuilder) key(lr plog.LogRecord) []byte {
 	return nil
 }
 
-// topicFor is the value of topic_from_attribute on the record, else on its resource, else logs::topic.
-func (b *recordBuilder) topicFor(res pcommon.Resource, lr plog.LogRecord) string {
+// topicFor is the value of topic_from_attribute on the record, else on its resource, when topic_allowlist names
+// it, else logs::topic. refused is the attribute's value when the allowlist does not name it (the record goes to
+// logs::topic).
+func (b *recordBuilder) topicFor(res pcommon.Resource, lr plog.LogRecord) (topic, refused string) {
 	if b.topicAttr == "" {
-		return b.topic
+		return b.topic, ""
 	}
-	if t := attrString(lr.Attributes(), b.topicAttr); t != "" {
-		return t
+	t := attrString(lr.Attributes(), b.topicAttr)
+	if t == "" {
+		t = attrString(res.Attributes(), b.topicAttr)
 	}
-	if t := attrString(res.Attributes(), b.topicAttr); t != "" {
-		return t
+	switch {
+	case t == "":
+		return b.topic, ""
+	case t == b.topic || b.allowed[t]:
+		return t, ""
 	}
-	return b.topic
+	return b.topic, t
 }
 
 // headers let a consumer route or filter records without decoding the value.

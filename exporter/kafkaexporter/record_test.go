@@ -20,6 +20,7 @@ func TestRecordKeyTopicAndHeaders(t *testing.T) {
 		resource    func(res pcommon.Resource)
 		wantKey     []byte
 		wantTopic   string
+		wantRefused string
 		wantHeaders []kgo.RecordHeader
 	}{
 		{
@@ -85,11 +86,22 @@ func TestRecordKeyTopicAndHeaders(t *testing.T) {
 			record:    func(lr plog.LogRecord) { lr.Attributes().PutStr(topicAttr, "") },
 			wantTopic: "default", wantHeaders: []kgo.RecordHeader{},
 		},
+		{
+			name:      "a topic topic_allowlist does not list falls back",
+			record:    func(lr plog.LogRecord) { lr.Attributes().PutStr(topicAttr, "__consumer_offsets") },
+			wantTopic: "default", wantRefused: "__consumer_offsets", wantHeaders: []kgo.RecordHeader{},
+		},
+		{
+			name:      "logs::topic is always allowed",
+			record:    func(lr plog.LogRecord) { lr.Attributes().PutStr(topicAttr, "default") },
+			wantTopic: "default", wantHeaders: []kgo.RecordHeader{},
+		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			cfg := createDefaultConfig().(*Config)
 			cfg.Logs.Topic = "default"
 			cfg.TopicFromAttribute = topicAttr
+			cfg.TopicAllowlist = []string{"from-record", "from-resource"}
 			if tt.keyAttr != "" {
 				cfg.RecordKeyAttribute = tt.keyAttr
 			}
@@ -101,7 +113,9 @@ func TestRecordKeyTopicAndHeaders(t *testing.T) {
 			lr := plog.NewLogRecord()
 			tt.record(lr)
 			assert.Equal(t, tt.wantKey, b.key(lr))
-			assert.Equal(t, tt.wantTopic, b.topicFor(res, lr))
+			topic, refused := b.topicFor(res, lr)
+			assert.Equal(t, tt.wantTopic, topic)
+			assert.Equal(t, tt.wantRefused, refused)
 			assert.Equal(t, tt.wantHeaders, headers(lr))
 		})
 	}

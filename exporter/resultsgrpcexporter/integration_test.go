@@ -311,7 +311,7 @@ func testToken(t *testing.T, dsn string) {
 		{"no token", config(""), nil},
 	} {
 		t.Run(tt.name+"/wrong token", func(t *testing.T) {
-			before := srv.calls.Load()
+			before := srv.attempts()
 			exp := newTestExporter(t, tt.cfg, tt.host)
 			err := exp.ConsumeLogs(context.Background(), results(100, 10, 0))
 			require.Error(t, err)
@@ -320,7 +320,7 @@ func testToken(t *testing.T, dsn string) {
 				"the server refused the credentials: check headers::authorization or the auth extension's token: "+
 				"rpc error: code = Unauthenticated desc = missing or invalid bearer token")
 			assert.NotContains(t, err.Error(), "token-")
-			assert.Equal(t, int64(1), srv.calls.Load()-before, "one attempt, no retry")
+			assert.Equal(t, int64(1), srv.attempts()-before, "one attempt, no retry")
 			assert.Equal(t, map[string]int64{"Unauthenticated": 1}, exp.counts(t, "requests", "code"))
 			assert.Len(t, srv.fleet().Failing, stored)
 		})

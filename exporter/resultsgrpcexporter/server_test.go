@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"math/big"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -28,6 +30,7 @@ import (
 	"google.golang.org/grpc/stats"
 
 	"github.com/otelcol-policy/otelcol-policy/internal/pgtest"
+	"github.com/otelcol-policy/otelcol-policy/internal/promtext"
 	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver"
 )
 
@@ -69,7 +72,7 @@ type testServer struct {
 	mu   sync.Mutex
 	srv  *resultsserver.Server
 	gs   *grpc.Server
-	// calls counts every Forward call that reached the server, also those the token check refused.
+	// calls counts the Forward calls that began: not those the token check refused (see attempts).
 	calls atomic.Int64
 }
 
@@ -144,7 +147,25 @@ func (s *testServer) fleet() resultsserver.FleetView {
 	return v
 }
 
-// callCounter counts RPCs as they begin, before any interceptor, so refused calls count too.
+// attempts counts every Forward call that reached the server: those that began, and those the token check
+// refused before they began (the server checks tokens in an InTapHandle, before any stats handler sees a call).
+func (s *testServer) attempts() int64 {
+	s.mu.Lock()
+	h := s.srv.HTTPHandler()
+	s.mu.Unlock()
+	req := httptest.NewRequest(http.MethodGet, "/metrics", nil)
+	if len(s.tokens) > 0 {
+		req.Header.Set("Authorization", "Bearer "+s.tokens[0])
+	}
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, req)
+	require.Equal(s.t, http.StatusOK, rec.Code)
+	refused, found := promtext.Sum(rec.Body.String(), "results_server_requests_refused_total", `api="grpc",reason="unauthenticated"`)
+	require.True(s.t, found)
+	return s.calls.Load() + int64(refused)
+}
+
+// callCounter counts RPCs as they begin, before any interceptor; calls refused by the token check do not begin.
 type callCounter struct{ n *atomic.Int64 }
 
 func (c callCounter) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context { return ctx }

@@ -40,6 +40,10 @@ type Config struct {
 	// that queries filtering on them (a cluster, a policy engine) read only their objects. A record attribute of
 	// the name wins over a resource attribute of the same name, as in the line.
 	PartitionAttributes []string `mapstructure:"partition_attributes"`
+	// PartitionValueMaxBytes bounds an attribute partition's value in a key (after percent-encoding). A longer
+	// value is shortened to a prefix of it, "~" and a hash of the whole value, so that whatever the records
+	// hold, every key is within S3's limits (see maxKeyBytes).
+	PartitionValueMaxBytes int `mapstructure:"partition_value_max_bytes"`
 	// MultipartThreshold is the compressed size above which an object is sent as a multipart upload.
 	MultipartThreshold int64 `mapstructure:"multipart_threshold"`
 	// MultipartPartSize is the size of the parts of a multipart upload.
@@ -122,6 +126,12 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("partition_attributes %q and %q give the same partition name %q", prev, a, name))
 		}
 		seen[name] = a
+	}
+	if c.PartitionValueMaxBytes < minPartitionValueBytes {
+		errs = append(errs, fmt.Errorf("partition_value_max_bytes must be at least %d (a shortened value ends with %d bytes of hash), got %d",
+			minPartitionValueBytes, shortenedSuffixLen, c.PartitionValueMaxBytes))
+	} else if err := c.validateKeyLength(); err != nil {
+		errs = append(errs, err)
 	}
 	if c.MultipartThreshold <= 0 {
 		errs = append(errs, fmt.Errorf("multipart_threshold must be positive, got %d", c.MultipartThreshold))

@@ -39,6 +39,7 @@ func TestLoadConfig(t *testing.T) {
 		SSEKMSKeyID:          "arn:aws:kms:eu-central-1:123456789012:key/11111111-2222-3333-4444-555555555555",
 	}
 	custom.PartitionAttributes = []string{"k8s.cluster.name", "policy.source"}
+	custom.PartitionValueMaxBytes = 64
 	custom.MultipartThreshold = 32 << 20
 	custom.MultipartPartSize = 16 << 20
 	custom.TimeoutConfig.Timeout = time.Minute
@@ -75,6 +76,7 @@ func TestLoadConfig(t *testing.T) {
 			`s3uploader::role_arn must be an ARN such as "arn:aws:iam::123456789012:role/otelcol", got "otelcol-policy"` + "\n" +
 			`partition_attributes "k8s.cluster.name" and "k8s_cluster_name" give the same partition name "k8s_cluster_name"` + "\n" +
 			`partition_attributes must not contain an empty name` + "\n" +
+			`partition_value_max_bytes must be at least 32 (a shortened value ends with 17 bytes of hash), got 31` + "\n" +
 			`multipart_threshold must be positive, got 0` + "\n" +
 			`multipart_part_size must be between 5 MiB (5242880) and 5 GiB, S3's limits, got 1048576` + "\n" +
 			`timeoutconfig: timeout value must be greater than or equal to 0`},
@@ -106,6 +108,7 @@ func TestDefaultConfig(t *testing.T) {
 	assert.Equal(t, CompressionGzip, cfg.S3Uploader.Compression)
 	assert.Equal(t, int64(16<<20), cfg.MultipartThreshold)
 	assert.Equal(t, int64(8<<20), cfg.MultipartPartSize)
+	assert.Equal(t, 128, cfg.PartitionValueMaxBytes)
 	assert.Equal(t, 30*time.Second, cfg.TimeoutConfig.Timeout)
 	assert.True(t, cfg.QueueConfig.HasValue())
 	assert.True(t, cfg.RetryConfig.Enabled)

@@ -65,7 +65,7 @@ var permanentCodes = map[string]bool{
 }
 
 // classify turns an upload error into the error exporterhelper acts on: a permanent error for answers that no
-// retry can change (the batch is dropped and counted as failed), the error as is for everything else
+// retry can change (the object's records are dropped and counted), the error as is for everything else
 // (throttling, server errors, network failures, timeouts, a missing bucket), which retry_on_failure and the
 // queue retry.
 func classify(err error, bucket, key string) error {
@@ -82,7 +82,7 @@ func classify(err error, bucket, key string) error {
 		return fmt.Errorf("uploading s3://%s/%s: %w", bucket, key, err)
 	}
 	return consumererror.NewPermanent(fmt.Errorf(
-		"uploading s3://%s/%s failed with %s (HTTP %d), which retrying cannot fix; the batch is dropped: %w",
+		"uploading s3://%s/%s failed with %s (HTTP %d), which retrying cannot fix; the object's records are dropped: %w",
 		bucket, key, code, status, err))
 }
 

@@ -172,6 +172,6 @@ func TestClockSkewThroughTheSDK(t *testing.T) {
 func TestPermanentErrorMessage(t *testing.T) {
 	err := classify(s3Error(403, "AccessDenied"), "bkt", "p/k.jsonl.gz")
 	assert.Equal(t, "Permanent error: uploading s3://bkt/p/k.jsonl.gz failed with AccessDenied (HTTP 403), which retrying cannot fix; "+
-		"the batch is dropped: operation error S3: PutObject, https response error StatusCode: 403, RequestID: req-1, "+
+		"the object's records are dropped: operation error S3: PutObject, https response error StatusCode: 403, RequestID: req-1, "+
 		"api error AccessDenied: message from S3", err.Error())
 }

@@ -15,9 +15,12 @@ import (
 
 // Defaults of the settings that are not exporterhelper's.
 const (
-	defaultPartitionFormat    = "date=%Y-%m-%d/hour=%H"
-	defaultMultipartThreshold = 16 << 20
-	defaultMultipartPartSize  = 8 << 20
+	defaultPartitionFormat = "date=%Y-%m-%d/hour=%H"
+	// defaultPartitionValueMaxBytes keeps ordinary values (cluster names, engines, policy names) whole and
+	// readable in keys, and leaves room for several attribute partitions in S3's 1,024 bytes.
+	defaultPartitionValueMaxBytes = 128
+	defaultMultipartThreshold     = 16 << 20
+	defaultMultipartPartSize      = 8 << 20
 )
 
 // NewFactory creates the factory of the s3 exporter.
@@ -37,11 +40,12 @@ func createDefaultConfig() component.Config {
 			S3PartitionFormat: defaultPartitionFormat,
 			Compression:       CompressionGzip,
 		},
-		MultipartThreshold: defaultMultipartThreshold,
-		MultipartPartSize:  defaultMultipartPartSize,
-		TimeoutConfig:      timeout,
-		QueueConfig:        configoptional.Some(exporterhelper.NewDefaultQueueConfig()),
-		RetryConfig:        configretry.NewDefaultBackOffConfig(),
+		PartitionValueMaxBytes: defaultPartitionValueMaxBytes,
+		MultipartThreshold:     defaultMultipartThreshold,
+		MultipartPartSize:      defaultMultipartPartSize,
+		TimeoutConfig:          timeout,
+		QueueConfig:            configoptional.Some(exporterhelper.NewDefaultQueueConfig()),
+		RetryConfig:            configretry.NewDefaultBackOffConfig(),
 	}
 }
 

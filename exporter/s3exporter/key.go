@@ -5,9 +5,11 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"strconv"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -20,6 +22,24 @@ const NullPartition = "__HIVE_DEFAULT_PARTITION__"
 // keyHashLen is the number of hex digits of the content hash in a key: 128 bits, so two different batches
 // never share a name in practice.
 const keyHashLen = 32
+
+// Limits every key is kept within, whatever the records hold: S3's longest key, and the longest path segment
+// of the stores that keep a key's segments as file or directory names (MinIO, and the tools that mirror a
+// bucket to disk) and of most file systems.
+const (
+	maxKeyBytes     = 1024
+	maxSegmentBytes = 255
+	// maxExtLen is the longest object name extension, ".jsonl.zst".
+	maxExtLen = len(".jsonl.zst")
+)
+
+// A partition value longer than partition_value_max_bytes is shortened: a prefix of its encoding, "~" and
+// shortHashLen hex digits (64 bits) of the SHA-256 of the whole value.
+const (
+	shortHashLen           = 16
+	shortenedSuffixLen     = 1 + shortHashLen
+	minPartitionValueBytes = 32
+)
 
 // partitionFormat is a parsed s3_partition_format: literal text and strftime directives.
 type partitionFormat []formatToken
@@ -127,22 +147,85 @@ func partitionName(attr string) string {
 	return string(b)
 }
 
-// appendPartitionValue percent-encodes every byte but letters, digits and "-._~", so that a value can neither
-// add a path segment ("/") nor be mistaken for the name separator ("="); Hive, Spark and DuckDB decode it.
-func appendPartitionValue(dst []byte, v string) []byte {
+// appendPartitionValue appends v as an attribute partition's value of at most max bytes. It percent-encodes
+// every byte but letters, digits and "-._", so that a value can neither add a path segment ("/") nor be
+// mistaken for the name separator ("="), and holds only characters that are safe in keys; Hive, Spark and
+// DuckDB decode it. An encoding longer than max is shortened to at most its first max−17 bytes (never cutting
+// an escape or a UTF-8 character), "~" and the first 16 hex digits of the SHA-256 of v: two values that share a
+// long prefix stay apart, and "~", which the encoding never keeps, tells a shortened value. shortened reports
+// that.
+func appendPartitionValue(dst []byte, v string, max int) (out []byte, shortened bool) {
 	if v == "" {
-		return append(dst, NullPartition...)
+		return append(dst, NullPartition...), false
 	}
 	const hexDigits = "0123456789ABCDEF"
-	for i := 0; i < len(v); i++ {
-		c := v[i]
-		if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~' {
-			dst = append(dst, c)
-			continue
+	start := len(dst)
+	limit := start + max - shortenedSuffixLen
+	cut := start // the end of the last whole character within limit
+	// Encoding stops once the value is too long: the rest of it is only hashed.
+	for i := 0; i < len(v) && len(dst)-start <= max; {
+		_, size := utf8.DecodeRuneInString(v[i:]) // 1 for a byte that is not UTF-8
+		for ; size > 0; size-- {
+			c := v[i]
+			i++
+			if c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_' {
+				dst = append(dst, c)
+			} else {
+				dst = append(dst, '%', hexDigits[c>>4], hexDigits[c&0xf])
+			}
 		}
-		dst = append(dst, '%', hexDigits[c>>4], hexDigits[c&0xf])
+		if len(dst) <= limit {
+			cut = len(dst)
+		}
 	}
-	return dst
+	if len(dst)-start <= max {
+		return dst, false
+	}
+	h := sha256.New()
+	_, _ = io.WriteString(h, v)
+	var sum [sha256.Size]byte
+	dst = append(dst[:cut], '~')
+	return hex.AppendEncode(dst, h.Sum(sum[:0])[:shortHashLen/2]), true
+}
+
+// validateKeyLength makes every key valid by construction: with partition values at most
+// partition_value_max_bytes long, no path segment is longer than maxSegmentBytes and no key longer than
+// maxKeyBytes, whatever the records hold.
+func (c *Config) validateKeyLength() error {
+	f, err := parsePartitionFormat(c.S3Uploader.S3PartitionFormat)
+	if err != nil {
+		return nil // reported on its own
+	}
+	var errs []error
+	longSegment := func(what, seg string, n int) {
+		if n > maxSegmentBytes {
+			errs = append(errs, fmt.Errorf("%s gives key path segments such as %q of %d bytes, more than %d (stores keeping a key's segments as file names refuse them)",
+				what, seg, n, maxSegmentBytes))
+		}
+	}
+	total := 0
+	if p := strings.Trim(c.S3Uploader.S3Prefix, "/"); p != "" {
+		total += len(p) + 1
+		for seg := range strings.SplitSeq(p, "/") {
+			longSegment("s3uploader::s3_prefix", seg[:min(len(seg), 32)]+"…", len(seg))
+		}
+	}
+	for _, a := range c.PartitionAttributes {
+		n := len(partitionName(a)) + 1 + c.PartitionValueMaxBytes
+		longSegment(fmt.Sprintf("partition_attributes %q with partition_value_max_bytes %d", a, c.PartitionValueMaxBytes),
+			partitionName(a)+"=…", n)
+		total += n + 1
+	}
+	sample := string(f.append(nil, time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)))
+	for seg := range strings.SplitSeq(sample, "/") {
+		longSegment("s3uploader::s3_partition_format", seg[:min(len(seg), 32)]+"…", len(seg))
+	}
+	total += len(sample) + 1 + keyHashLen + maxExtLen
+	if total > maxKeyBytes {
+		errs = append(errs, fmt.Errorf("keys can be %d bytes long with these s3uploader::s3_prefix, partition_attributes, partition_value_max_bytes and s3uploader::s3_partition_format, more than S3's %d: shorten one",
+			total, maxKeyBytes))
+	}
+	return errors.Join(errs...)
 }
 
 // keyLayout derives the partition of a record and the key of an object.
@@ -151,6 +234,7 @@ type keyLayout struct {
 	prefix     string
 	timeFormat partitionFormat
 	attrs      []partitionAttr
+	maxValue   int
 	ext        string
 }
 
@@ -164,7 +248,7 @@ func newKeyLayout(cfg *Config, ext string) (*keyLayout, error) {
 	if err != nil {
 		return nil, err
 	}
-	l := &keyLayout{timeFormat: f, ext: ext}
+	l := &keyLayout{timeFormat: f, maxValue: cfg.PartitionValueMaxBytes, ext: ext}
 	if p := strings.Trim(cfg.S3Uploader.S3Prefix, "/"); p != "" {
 		l.prefix = p + "/"
 	}
@@ -176,8 +260,9 @@ func newKeyLayout(cfg *Config, ext string) (*keyLayout, error) {
 
 // appendPartition appends the partition path of a record, without slashes around it. The time is the record's
 // timestamp, else its observed timestamp, in UTC; a record with neither lands in 1970, never in the time of
-// the export, which would move a retried batch into another partition.
-func (l *keyLayout) appendPartition(dst []byte, res pcommon.Resource, lr plog.LogRecord) []byte {
+// the export, which would move a retried batch into another partition. shortened counts the values that were
+// too long for a key.
+func (l *keyLayout) appendPartition(dst []byte, res pcommon.Resource, lr plog.LogRecord) (path []byte, shortened int) {
 	for _, a := range l.attrs {
 		v, ok := lr.Attributes().Get(a.attr)
 		if !ok {
@@ -189,14 +274,18 @@ func (l *keyLayout) appendPartition(dst []byte, res pcommon.Resource, lr plog.Lo
 		}
 		dst = append(dst, a.name...)
 		dst = append(dst, '=')
-		dst = appendPartitionValue(dst, s)
+		var short bool
+		dst, short = appendPartitionValue(dst, s, l.maxValue)
+		if short {
+			shortened++
+		}
 		dst = append(dst, '/')
 	}
 	ts := lr.Timestamp()
 	if ts == 0 {
 		ts = lr.ObservedTimestamp()
 	}
-	return l.timeFormat.append(dst, ts.AsTime().UTC())
+	return l.timeFormat.append(dst, ts.AsTime().UTC()), shortened
 }
 
 // key names the object holding lines in partition: the hash of the uncompressed lines makes a retried upload

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,10 +78,45 @@ func TestPartitionNameAndValue(t *testing.T) {
 		{"with space", "with%20space"},
 		{"50%", "50%25"},
 		{"grüße", "gr%C3%BC%C3%9Fe"},
-		{"A_b.c~d", "A_b.c~d"},
+		{"A_b.c~d", "A_b.c%7Ed"},
+		{strings.Repeat("x", 128), strings.Repeat("x", 128)},
+		{strings.Repeat("%", 42) + "ab", strings.Repeat("%25", 42) + "ab"},
 	} {
-		assert.Equal(t, tt.want, string(appendPartitionValue(nil, tt.in)), tt.in)
+		got, shortened := appendPartitionValue(nil, tt.in, 128)
+		assert.Equal(t, tt.want, string(got), tt.in)
+		assert.False(t, shortened, tt.in)
 	}
+}
+
+// TestLongPartitionValueIsShortened: a value whose encoding is longer than the limit keeps a prefix of its
+// encoding, never cutting an escape or a character, then "~" and 16 hex digits of the SHA-256 of the whole
+// value.
+func TestLongPartitionValueIsShortened(t *testing.T) {
+	hash := func(v string) string {
+		sum := sha256.Sum256([]byte(v))
+		return hex.EncodeToString(sum[:])[:16]
+	}
+	long := strings.Repeat("x", 129)
+	for _, tt := range []struct{ in, want string }{
+		{long, strings.Repeat("x", 111) + "~" + hash(long)},
+		// 110 bytes of "x", then an escape that would end past byte 111: it is left out whole.
+		{strings.Repeat("x", 110) + "/" + long, strings.Repeat("x", 110) + "~" + hash(strings.Repeat("x", 110)+"/"+long)},
+		{strings.Repeat("x", 109) + "/" + long, strings.Repeat("x", 109) + "~" + hash(strings.Repeat("x", 109)+"/"+long)},
+		{strings.Repeat("x", 108) + "/" + long, strings.Repeat("x", 108) + "%2F~" + hash(strings.Repeat("x", 108)+"/"+long)},
+		// Nor a character: 18 "é" of 6 bytes each fit before byte 111, the 19th would not.
+		{strings.Repeat("é", 1000), strings.Repeat("%C3%A9", 18) + "~" + hash(strings.Repeat("é", 1000))},
+		{"\xff\xfe" + long, "%FF%FE" + strings.Repeat("x", 105) + "~" + hash("\xff\xfe"+long)},
+	} {
+		got, shortened := appendPartitionValue([]byte("name="), tt.in, 128)
+		assert.True(t, shortened)
+		assert.Equal(t, "name="+tt.want, string(got))
+		assert.LessOrEqual(t, len(got)-len("name="), 128)
+	}
+	a, _ := appendPartitionValue(nil, long+"a", 128)
+	b, _ := appendPartitionValue(nil, long+"b", 128)
+	assert.NotEqual(t, string(a), string(b), "values that share a long prefix stay apart")
+	c, _ := appendPartitionValue(nil, long+"a", 128)
+	assert.Equal(t, string(a), string(c), "the same value, the same partition")
 }
 
 func newLayout(t *testing.T, prefix, format string, attrs []string, ext string) *keyLayout {
@@ -149,7 +185,9 @@ func TestRecordPartition(t *testing.T) {
 			if tt.recAttr != "" {
 				lr.Attributes().PutStr(policyresult.AttrClusterName, tt.recAttr)
 			}
-			assert.Equal(t, tt.want, string(l.appendPartition(nil, res, lr)))
+			path, shortened := l.appendPartition(nil, res, lr)
+			assert.Equal(t, tt.want, string(path))
+			assert.Zero(t, shortened)
 		})
 	}
 }
@@ -218,4 +256,55 @@ func TestCompressionIsDeterministicAndReadable(t *testing.T) {
 			assert.Equal(t, lines, got)
 		})
 	}
+}
+
+// TestKeysAreValidByConstruction: Validate admits only settings whose keys fit S3's 1,024 bytes and whose path
+// segments fit 255 bytes whatever the partition values are, and the keys of the longest, most hostile values
+// stay within them.
+func TestKeysAreValidByConstruction(t *testing.T) {
+	cfg := createDefaultConfig().(*Config)
+	cfg.S3Uploader.Region, cfg.S3Uploader.S3Bucket = "us-east-1", "b"
+	cfg.S3Uploader.Compression = CompressionZstd
+	cfg.S3Uploader.S3Prefix = strings.Repeat("p", 250) + "/" + strings.Repeat("q", 250)
+	cfg.S3Uploader.S3PartitionFormat = "date=%F/hour=%H/minute=%M"
+	cfg.PartitionAttributes = []string{policyresult.AttrClusterName, policyresult.AttrSource, policyresult.AttrPolicy}
+	cfg.PartitionValueMaxBytes = 100
+	// 501 + 1, three partitions of name, "=", 100 and "/" (16+13+11+3*102), the time (33), "/", 32, ".jsonl.zst".
+	const longest = 502 + 346 + 33 + 1 + 32 + 10
+	require.Equal(t, 924, longest)
+	require.NoError(t, cfg.Validate())
+
+	c, err := newCodec(CompressionZstd)
+	require.NoError(t, err)
+	l, err := newKeyLayout(cfg, c.ext)
+	require.NoError(t, err)
+	for _, v := range []string{
+		strings.Repeat("x", 10_000), strings.Repeat("/", 2000), strings.Repeat("é", 3000), strings.Repeat("\x00..", 500),
+		strings.Repeat("\xff", 700), strings.Repeat("ab", 49),
+	} {
+		res := pcommon.NewResource()
+		res.Attributes().PutStr(policyresult.AttrClusterName, v)
+		lr := plog.NewLogRecord()
+		lr.Attributes().PutStr(policyresult.AttrSource, v)
+		lr.Attributes().PutStr(policyresult.AttrPolicy, v)
+		path, _ := l.appendPartition(nil, res, lr)
+		key := l.key(string(path), []byte("line\n"))
+		assert.LessOrEqual(t, len(key), longest, "%.40q", v)
+		for seg := range strings.SplitSeq(key, "/") {
+			assert.LessOrEqual(t, len(seg), maxSegmentBytes, "%.40q", v)
+			assert.NotContains(t, []string{"", ".", ".."}, seg)
+		}
+		if v[0] == 'x' {
+			assert.Len(t, key, longest, "a value of ASCII letters fills partition_value_max_bytes exactly")
+		}
+	}
+
+	cfg.PartitionValueMaxBytes = 200 // 3 × 100 more: 1,224 bytes
+	assert.EqualError(t, cfg.Validate(), "keys can be 1224 bytes long with these s3uploader::s3_prefix, partition_attributes, "+
+		"partition_value_max_bytes and s3uploader::s3_partition_format, more than S3's 1024: shorten one")
+	cfg.PartitionValueMaxBytes = 240 // k8s_cluster_name=… is 257 bytes
+	assert.ErrorContains(t, cfg.Validate(), `partition_attributes "k8s.cluster.name" with partition_value_max_bytes 240 gives key path segments such as "k8s_cluster_name=…" of 257 bytes, more than 255`)
+	cfg.PartitionValueMaxBytes = 100
+	cfg.S3Uploader.S3Prefix = strings.Repeat("p", 256)
+	assert.ErrorContains(t, cfg.Validate(), "s3uploader::s3_prefix gives key path segments such as \"pppppppppppppppppppppppppppppppp…\" of 256 bytes")
 }

@@ -2,13 +2,26 @@
 // partly failed batch back to exporterhelper (consumererror.NewLogs) so that only those are retried.
 package logsubset // import "github.com/otelcol-policy/otelcol-policy/internal/logsubset"
 
-import "go.opentelemetry.io/collector/pdata/plog"
+import (
+	"cmp"
+	"slices"
+
+	"go.opentelemetry.io/collector/pdata/plog"
+)
 
 // Location is a record's position in a batch: resource, scope and record index.
 type Location struct{ RI, SI, LI int }
 
-// Subset copies the records at locs, which are in batch order, keeping their resources and scopes.
+func compare(a, b Location) int {
+	return cmp.Or(cmp.Compare(a.RI, b.RI), cmp.Compare(a.SI, b.SI), cmp.Compare(a.LI, b.LI))
+}
+
+// Subset copies the records at locs, in batch order whatever the order of locs, keeping their resources and
+// scopes.
 func Subset(ld plog.Logs, locs []Location) plog.Logs {
+	if !slices.IsSortedFunc(locs, compare) {
+		locs = slices.SortedFunc(slices.Values(locs), compare)
+	}
 	out := plog.NewLogs()
 	var rl plog.ResourceLogs
 	var sl plog.ScopeLogs

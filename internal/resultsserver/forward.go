@@ -75,6 +75,8 @@ func (f *forwarder) Forward(ctx context.Context, req *pb.ForwardRequest) (*pb.Fo
 		}
 	}
 	resp.Accepted = uint32(len(rows))
+	f.s.metrics.accepted.Add(uint64(len(rows)))
+	f.s.metrics.rejected.Add(uint64(len(resp.Rejected)))
 	f.s.logger.Debug("forward", zap.Int("accepted", len(rows)), zap.Int("rejected", len(resp.Rejected)))
 	return resp, nil
 }

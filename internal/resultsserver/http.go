@@ -18,15 +18,17 @@ const (
 	MaxFailingLimit     = 10000
 )
 
-// HTTPHandler serves the fleet view as JSON:
+// HTTPHandler serves the fleet view as JSON, and the server's self-metrics:
 //
 //	GET /v1/fleet          counts by outcome per cluster and per cluster, source and policy
 //	GET /v1/fleet/failing  the failing results (outcome fail or error), at most limit (default 1000)
+//	GET /metrics           self-metrics in the Prometheus text format
 //
-// Both take the filter's query parameters cluster, namespace, policy, severity and source; failing also takes
-// limit (1 to 10000). An unknown, repeated or invalid parameter is a 400. When tokens are configured, requests
-// need one of them as "Authorization: Bearer <token>", like the gRPC API, else they get a 401: the fleet view
-// shows every cluster's failures.
+// The fleet endpoints take the query parameters cluster, namespace, policy, severity and source; failing also
+// takes limit (1 to 10000). An unknown, repeated or invalid parameter is a 400. When tokens are configured,
+// requests need one of them as "Authorization: Bearer <token>", like the gRPC API, else they get a 401: the
+// fleet view shows every cluster's failures. /metrics too: it is closed like the rest, and Prometheus can send a
+// token.
 func (s *Server) HTTPHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/fleet", func(w http.ResponseWriter, r *http.Request) {
@@ -61,18 +63,20 @@ func (s *Server) HTTPHandler() http.Handler {
 			Truncated bool            `json:"truncated"`
 		}{failing, truncated})
 	})
+	mux.HandleFunc("GET /metrics", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
+		_ = s.metrics.write(w)
+	})
 	if len(s.tokens) == 0 {
 		return mux
 	}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		values := r.Header.Values("Authorization")
-		if len(values) == 1 {
-			if token, ok := bearer(values[0]); ok && s.validToken(token) {
-				mux.ServeHTTP(w, r)
-				return
-			}
+		if s.authorized(r.Header.Values("Authorization")) {
+			mux.ServeHTTP(w, r)
+			return
 		}
-		s.logger.Debug("rejected a fleet view request without a valid bearer token", zap.String("remote", r.RemoteAddr))
+		s.metrics.httpUnauthenticated.Add(1)
+		s.logger.Debug("rejected an HTTP request without a valid bearer token", zap.String("remote", r.RemoteAddr))
 		w.Header().Set("WWW-Authenticate", `Bearer realm="results-server"`)
 		writeError(w, http.StatusUnauthorized, errors.New("missing or invalid bearer token"))
 	})

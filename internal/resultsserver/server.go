@@ -11,6 +11,7 @@ import (
 
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
+	"google.golang.org/grpc/keepalive"
 
 	pb "github.com/otelcol-policy/otelcol-policy/proto/policyresults/v1"
 )
@@ -24,6 +25,8 @@ type Config struct {
 	// Tokens are the accepted bearer tokens (gRPC metadata "authorization: Bearer <token>"); none means no token
 	// authentication, for servers behind mutual TLS or on a trusted network.
 	Tokens []string
+	// Limits bound the gRPC API; zero fields take their defaults.
+	Limits Limits
 	// Logger may be nil.
 	Logger *zap.Logger
 }
@@ -31,9 +34,11 @@ type Config struct {
 // Server stores forwarded results and answers fleet queries. It is safe for concurrent use; one Server may
 // back any number of gRPC and HTTP servers.
 type Server struct {
-	store  *store
-	tokens [][]byte
-	logger *zap.Logger
+	store   *store
+	tokens  [][]byte
+	limits  Limits
+	metrics metrics
+	logger  *zap.Logger
 	// now is the clock of received and updated times; tests fix it.
 	now func() time.Time
 }
@@ -43,6 +48,9 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	logger := cfg.Logger
 	if logger == nil {
 		logger = zap.NewNop()
+	}
+	if err := cfg.Limits.Validate(); err != nil {
+		return nil, fmt.Errorf("resultsserver: %w", err)
 	}
 	tokens := make([][]byte, 0, len(cfg.Tokens))
 	for _, t := range cfg.Tokens {
@@ -55,18 +63,30 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resultsserver: %w", err)
 	}
-	return &Server{store: st, tokens: tokens, logger: logger, now: time.Now}, nil
+	return &Server{store: st, tokens: tokens, limits: cfg.Limits.withDefaults(), logger: logger, now: time.Now}, nil
 }
 
-// GRPCServer returns a gRPC server with the ResultForwarder service registered and, when tokens are
-// configured, the token check in front of it. Callers add grpc.Creds for TLS or mutual TLS, then Serve it and
-// stop it themselves; its interceptors are chained, so callers may add their own.
+// GRPCServer returns a gRPC server with the ResultForwarder service registered, the token check (when tokens
+// are configured) and the Limits. Callers add grpc.Creds for TLS or mutual TLS, then Serve it and stop it
+// themselves. Its interceptors are chained, so callers may add their own; they must not add an InTapHandle
+// (gRPC takes one), a codec, MaxRecvMsgSize, MaxConcurrentStreams, MaxHeaderListSize, ConnectionTimeout or
+// KeepaliveParams, which would replace the Limits.
+//
+// The token is checked in an InTapHandle, on the call's headers, before gRPC reads any of its message or starts
+// a handler for it (see tapCall): an unauthenticated client costs the server a header decode per call.
 func (s *Server) GRPCServer(opts ...grpc.ServerOption) *grpc.Server {
-	all := make([]grpc.ServerOption, 0, len(opts)+2)
-	if len(s.tokens) > 0 {
-		all = append(all, grpc.ChainUnaryInterceptor(s.unaryAuth), grpc.ChainStreamInterceptor(s.streamAuth))
-	}
-	gs := grpc.NewServer(append(all, opts...)...)
+	l := s.limits
+	all := append([]grpc.ServerOption{
+		grpc.InTapHandle(s.tapCall),
+		grpc.ForceServerCodecV2(requestCodec{maxResults: l.MaxResults, refused: func() { s.metrics.grpcTooManyResults.Add(1) }}),
+		grpc.MaxRecvMsgSize(l.MaxRecvMsgSize),
+		grpc.MaxConcurrentStreams(l.MaxConcurrentStreams),
+		grpc.MaxHeaderListSize(l.MaxHeaderBytes),
+		grpc.ConnectionTimeout(l.HandshakeTimeout),
+		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: l.MaxConnectionIdle}),
+		grpc.StatsHandler(callCounter{&s.metrics}),
+	}, opts...)
+	gs := grpc.NewServer(all...)
 	pb.RegisterResultForwarderServer(gs, &forwarder{s: s})
 	return gs
 }

@@ -25,13 +25,14 @@ func Tracer(settings component.TelemetrySettings) trace.Tracer {
 // TelemetryBuilder provides an interface for components to report telemetry
 // as defined in metadata and user config.
 type TelemetryBuilder struct {
-	meter                            metric.Meter
-	mu                               sync.Mutex
-	registrations                    []metric.Registration
-	ExporterKafkaErrors              metric.Int64Counter
-	ExporterKafkaMissingTopicRecords metric.Int64ObservableGauge
-	ExporterKafkaRecordBytes         metric.Int64Counter
-	ExporterKafkaRecords             metric.Int64Counter
+	meter                               metric.Meter
+	mu                                  sync.Mutex
+	registrations                       []metric.Registration
+	ExporterKafkaErrors                 metric.Int64Counter
+	ExporterKafkaMissingTopicRecords    metric.Int64ObservableGauge
+	ExporterKafkaRecordBytes            metric.Int64Counter
+	ExporterKafkaRecords                metric.Int64Counter
+	ExporterKafkaTopicNotAllowedRecords metric.Int64Counter
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -109,6 +110,12 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	builder.ExporterKafkaRecords, err = builder.meter.Int64Counter(
 		"otelcol_exporter_kafka_records",
 		metric.WithDescription("Records produced, by outcome. [Development]"),
+		metric.WithUnit("{record}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ExporterKafkaTopicNotAllowedRecords, err = builder.meter.Int64Counter(
+		"otelcol_exporter_kafka_topic_not_allowed_records",
+		metric.WithDescription("Records whose topic_from_attribute named a topic that topic_allowlist does not list; they were produced to logs::topic. [Development]"),
 		metric.WithUnit("{record}"),
 	)
 	errs = errors.Join(errs, err)

@@ -82,3 +82,19 @@ func AssertEqualExporterKafkaRecords(t *testing.T, tt *componenttest.Telemetry, 
 	require.NoError(t, err)
 	metricdatatest.AssertEqual(t, want, got, opts...)
 }
+
+func AssertEqualExporterKafkaTopicNotAllowedRecords(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
+	want := metricdata.Metrics{
+		Name:        "otelcol_exporter_kafka_topic_not_allowed_records",
+		Description: "Records whose topic_from_attribute named a topic that topic_allowlist does not list; they were produced to logs::topic. [Development]",
+		Unit:        "{record}",
+		Data: metricdata.Sum[int64]{
+			Temporality: metricdata.CumulativeTemporality,
+			IsMonotonic: true,
+			DataPoints:  dps,
+		},
+	}
+	got, err := tt.GetMetric("otelcol_exporter_kafka_topic_not_allowed_records")
+	require.NoError(t, err)
+	metricdatatest.AssertEqual(t, want, got, opts...)
+}

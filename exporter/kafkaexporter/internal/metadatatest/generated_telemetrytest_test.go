@@ -27,6 +27,7 @@ func TestSetupTelemetry(t *testing.T) {
 	tb.ExporterKafkaErrors.Add(context.Background(), 1)
 	tb.ExporterKafkaRecordBytes.Add(context.Background(), 1)
 	tb.ExporterKafkaRecords.Add(context.Background(), 1)
+	tb.ExporterKafkaTopicNotAllowedRecords.Add(context.Background(), 1)
 	AssertEqualExporterKafkaErrors(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
@@ -37,6 +38,9 @@ func TestSetupTelemetry(t *testing.T) {
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualExporterKafkaRecords(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualExporterKafkaTopicNotAllowedRecords(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 

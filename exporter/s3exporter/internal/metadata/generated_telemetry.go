@@ -23,11 +23,13 @@ func Tracer(settings component.TelemetrySettings) trace.Tracer {
 // TelemetryBuilder provides an interface for components to report telemetry
 // as defined in metadata and user config.
 type TelemetryBuilder struct {
-	meter             metric.Meter
-	mu                sync.Mutex
-	registrations     []metric.Registration
-	ExporterS3Bytes   metric.Int64Counter
-	ExporterS3Objects metric.Int64Counter
+	meter                              metric.Meter
+	mu                                 sync.Mutex
+	registrations                      []metric.Registration
+	ExporterS3Bytes                    metric.Int64Counter
+	ExporterS3Objects                  metric.Int64Counter
+	ExporterS3Records                  metric.Int64Counter
+	ExporterS3ShortenedPartitionValues metric.Int64Counter
 }
 
 // TelemetryBuilderOption applies changes to default builder.
@@ -69,6 +71,18 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_exporter_s3_objects",
 		metric.WithDescription("Objects uploaded, one per partition of a batch; a retried upload counts again. [Development]"),
 		metric.WithUnit("{object}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ExporterS3Records, err = builder.meter.Int64Counter(
+		"otelcol_exporter_s3_records",
+		metric.WithDescription("Records by outcome. A permanent failure (the store refused the record's object for good) drops the records of that object only; a retryable failure hands them back for retry. [Development]"),
+		metric.WithUnit("{record}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ExporterS3ShortenedPartitionValues, err = builder.meter.Int64Counter(
+		"otelcol_exporter_s3_shortened_partition_values",
+		metric.WithDescription("Partition values of records that were too long for a key and were shortened to a prefix and a hash. [Development]"),
+		metric.WithUnit("{value}"),
 	)
 	errs = errors.Join(errs, err)
 	return &builder, errs

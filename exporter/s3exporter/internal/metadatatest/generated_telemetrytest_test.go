@@ -21,10 +21,18 @@ func TestSetupTelemetry(t *testing.T) {
 	defer tb.Shutdown()
 	tb.ExporterS3Bytes.Add(context.Background(), 1)
 	tb.ExporterS3Objects.Add(context.Background(), 1)
+	tb.ExporterS3Records.Add(context.Background(), 1)
+	tb.ExporterS3ShortenedPartitionValues.Add(context.Background(), 1)
 	AssertEqualExporterS3Bytes(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualExporterS3Objects(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualExporterS3Records(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualExporterS3ShortenedPartitionValues(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 

@@ -1,0 +1,100 @@
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"math"
+	"net/http"
+	"time"
+
+	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver"
+)
+
+// Defaults of the limits serve has beyond the library's own (resultsserver.Limits).
+const (
+	// A gRPC connection holds about 70 KiB (read and write buffers, HTTP/2 state, two goroutines) before its
+	// first call; 512 of them are under 40 MiB.
+	defaultMaxConnections     = 512
+	defaultHTTPMaxConnections = 128
+	defaultReadHeaderTimeout  = 10 * time.Second
+	defaultHTTPReadTimeout    = 30 * time.Second
+	defaultHTTPWriteTimeout   = time.Minute
+	defaultHTTPIdleTimeout    = time.Minute
+)
+
+// limitOptions are serve's limits: every one a flag with a safe default.
+type limitOptions struct {
+	grpc                                                     resultsserver.Limits
+	maxConcurrentStreams, maxHeaderBytes                     uint
+	maxConnections, httpMaxConnections                       int
+	httpReadHeaderTimeout, httpReadTimeout, httpWriteTimeout time.Duration
+	httpIdleTimeout                                          time.Duration
+}
+
+func (o *limitOptions) register(fs *flag.FlagSet) {
+	fs.IntVar(&o.grpc.MaxRecvMsgSize, "max-recv-msg-size", resultsserver.DefaultMaxRecvMsgSize,
+		"largest gRPC request message in bytes, after decompression")
+	fs.IntVar(&o.grpc.MaxResults, "max-results-per-request", resultsserver.DefaultMaxResults,
+		"most results in one Forward request")
+	fs.UintVar(&o.maxConcurrentStreams, "max-concurrent-streams", resultsserver.DefaultMaxConcurrentStreams,
+		"most gRPC calls in flight on one connection")
+	fs.UintVar(&o.maxHeaderBytes, "max-header-bytes", resultsserver.DefaultMaxHeaderBytes,
+		"largest header list of a gRPC call or an HTTP request, in bytes")
+	fs.DurationVar(&o.grpc.RequestTimeout, "request-timeout", resultsserver.DefaultRequestTimeout,
+		"longest time to receive, check and store one gRPC request")
+	fs.DurationVar(&o.grpc.HandshakeTimeout, "handshake-timeout", resultsserver.DefaultHandshakeTimeout,
+		"longest TLS handshake and HTTP/2 preface of a new gRPC connection")
+	fs.DurationVar(&o.grpc.MaxConnectionIdle, "max-connection-idle", resultsserver.DefaultMaxConnectionIdle,
+		"a gRPC connection without calls for this long is closed")
+	fs.IntVar(&o.maxConnections, "max-connections", defaultMaxConnections,
+		"most gRPC connections at once; more are closed on accept")
+	fs.IntVar(&o.httpMaxConnections, "http-max-connections", defaultHTTPMaxConnections,
+		"most HTTP connections at once; more are closed on accept")
+	fs.DurationVar(&o.httpReadHeaderTimeout, "http-read-header-timeout", defaultReadHeaderTimeout,
+		"longest time to read an HTTP request's headers (and the TLS handshake)")
+	fs.DurationVar(&o.httpReadTimeout, "http-read-timeout", defaultHTTPReadTimeout,
+		"longest time to read a whole HTTP request")
+	fs.DurationVar(&o.httpWriteTimeout, "http-write-timeout", defaultHTTPWriteTimeout,
+		"longest time from the end of an HTTP request's headers to the end of its response")
+	fs.DurationVar(&o.httpIdleTimeout, "http-idle-timeout", defaultHTTPIdleTimeout,
+		"an HTTP keep-alive connection without a request for this long is closed")
+}
+
+// validate refuses limits that are not positive: zero would not mean "no limit".
+func (o *limitOptions) validate() error {
+	var errs []error
+	for _, f := range []struct {
+		flag string
+		v    int64
+	}{
+		{"max-recv-msg-size", int64(o.grpc.MaxRecvMsgSize)},
+		{"max-results-per-request", int64(o.grpc.MaxResults)},
+		{"max-concurrent-streams", int64(o.maxConcurrentStreams)},
+		{"max-header-bytes", int64(o.maxHeaderBytes)},
+		{"request-timeout", int64(o.grpc.RequestTimeout)},
+		{"handshake-timeout", int64(o.grpc.HandshakeTimeout)},
+		{"max-connection-idle", int64(o.grpc.MaxConnectionIdle)},
+		{"max-connections", int64(o.maxConnections)},
+		{"http-max-connections", int64(o.httpMaxConnections)},
+		{"http-read-header-timeout", int64(o.httpReadHeaderTimeout)},
+		{"http-read-timeout", int64(o.httpReadTimeout)},
+		{"http-write-timeout", int64(o.httpWriteTimeout)},
+		{"http-idle-timeout", int64(o.httpIdleTimeout)},
+	} {
+		if f.v <= 0 {
+			errs = append(errs, fmt.Errorf("--%s must be positive", f.flag))
+		}
+	}
+	if max(o.maxConcurrentStreams, o.maxHeaderBytes) > math.MaxUint32 {
+		errs = append(errs, fmt.Errorf("--max-concurrent-streams and --max-header-bytes must be at most %d", uint32(math.MaxUint32)))
+	}
+	o.grpc.MaxConcurrentStreams, o.grpc.MaxHeaderBytes = uint32(o.maxConcurrentStreams), uint32(o.maxHeaderBytes)
+	return errors.Join(errs...)
+}
+
+// httpServer is the fleet view's server with serve's HTTP limits.
+func (o *limitOptions) httpServer(h http.Handler) *http.Server {
+	return &http.Server{Handler: h, ReadHeaderTimeout: o.httpReadHeaderTimeout, ReadTimeout: o.httpReadTimeout,
+		WriteTimeout: o.httpWriteTimeout, IdleTimeout: o.httpIdleTimeout, MaxHeaderBytes: int(o.grpc.MaxHeaderBytes)}
+}

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+
+	"github.com/otelcol-policy/otelcol-policy/internal/freeport"
+	"github.com/otelcol-policy/otelcol-policy/internal/promtext"
+)
+
+// closedAfter waits for the server to close conn, opened at opened, reading whatever it sends, and returns how
+// long after opened that was; it fails the test when conn is still open 10 s later.
+func closedAfter(t *testing.T, conn net.Conn, r io.Reader, opened time.Time) time.Duration {
+	t.Helper()
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+	_, err := io.Copy(io.Discard, r)
+	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+		t.Fatalf("the connection opened %v ago is still open", time.Since(opened))
+	}
+	return time.Since(opened)
+}
+
+// TestServeClosesIdleAndExcessConnections runs serve with short HTTP timeouts and small connection limits: a
+// connection that sends nothing is closed after --http-read-header-timeout, one idle after its request after
+// --http-idle-timeout, one over --http-max-connections or --max-connections at once, and a gRPC connection
+// without the HTTP/2 preface after --handshake-timeout.
+func TestServeClosesIdleAndExcessConnections(t *testing.T) {
+	dir := t.TempDir()
+	tokenFile := filepath.Join(dir, "tokens")
+	require.NoError(t, os.WriteFile(tokenFile, []byte("secret\n"), 0o600))
+	ports, err := freeport.Ports(2)
+	require.NoError(t, err)
+	addr, httpAddr := "127.0.0.1:"+strconv.Itoa(ports[0]), "127.0.0.1:"+strconv.Itoa(ports[1])
+	o, err := parseServeFlags([]string{"--listen", addr, "--http-listen", httpAddr, "--db", "sqlite://" + filepath.Join(dir, "r.db"),
+		"--token-file", tokenFile, "--http-read-header-timeout", "1s", "--http-idle-timeout", "1s",
+		"--http-max-connections", "2", "--max-connections", "1", "--handshake-timeout", "1s"}, io.Discard)
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- serve(ctx, o, zap.NewNop()) }()
+	defer func() {
+		cancel()
+		require.NoError(t, <-done)
+	}()
+	dial := func(a string) (net.Conn, time.Time) {
+		var c net.Conn
+		require.Eventually(t, func() bool {
+			var err error
+			c, err = net.Dial("tcp", a)
+			return err == nil
+		}, 10*time.Second, 20*time.Millisecond, "serve listens on %s", a)
+		t.Cleanup(func() { _ = c.Close() })
+		return c, time.Now()
+	}
+
+	silent, silentOpened := dial(httpAddr)
+	idle, _ := dial(httpAddr)
+	_, err = io.WriteString(idle, "GET /v1/fleet HTTP/1.1\r\nHost: results\r\nAuthorization: Bearer secret\r\n\r\n")
+	require.NoError(t, err)
+	idleReader := bufio.NewReader(idle)
+	resp, err := http.ReadResponse(idleReader, nil)
+	require.NoError(t, err)
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	require.Equal(t, http.StatusOK, resp.StatusCode)
+	answered := time.Now()
+
+	excess, excessOpened := dial(httpAddr)
+	assert.Less(t, closedAfter(t, excess, excess, excessOpened), 900*time.Millisecond, "over --http-max-connections: closed on accept")
+	assert.GreaterOrEqual(t, closedAfter(t, silent, silent, silentOpened), 900*time.Millisecond, "closed after the read header timeout")
+	assert.GreaterOrEqual(t, closedAfter(t, idle, idleReader, answered), 900*time.Millisecond, "closed after the idle timeout")
+
+	preface, prefaceOpened := dial(addr)
+	grpcExcess, grpcExcessOpened := dial(addr)
+	assert.Less(t, closedAfter(t, grpcExcess, grpcExcess, grpcExcessOpened), 900*time.Millisecond, "over --max-connections: closed on accept")
+	assert.GreaterOrEqual(t, closedAfter(t, preface, preface, prefaceOpened), 900*time.Millisecond, "closed after the handshake timeout")
+
+	req, err := http.NewRequest(http.MethodGet, "http://"+httpAddr+"/metrics", nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer secret")
+	hresp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	body, err := io.ReadAll(hresp.Body)
+	hresp.Body.Close()
+	require.NoError(t, err)
+	for _, l := range []string{`listener="http"`, `listener="grpc"`} {
+		v, found := promtext.Sum(string(body), "results_server_connections_refused_total", l)
+		assert.True(t, found, l)
+		assert.Equal(t, 1.0, v, l)
+	}
+	assert.True(t, strings.Contains(string(body), `results_server_requests_refused_total{api="grpc",reason="unauthenticated"} 0`))
+}
