@@ -21,6 +21,9 @@ const (
 	InitialSyncNone InitialSync = "none"
 )
 
+// minBodyLimit is the least max_batch_bytes and max_report_bytes may be: one ordinary result's body.
+const minBodyLimit = 4096
+
 // Config of the k8s_reports receiver.
 type Config struct {
 	k8sclient.APIConfig `mapstructure:",squash"`
@@ -46,8 +49,17 @@ type Config struct {
 	DiscoveryInterval time.Duration `mapstructure:"discovery_interval"`
 	// PageSize is the number of objects per list request.
 	PageSize int64 `mapstructure:"page_size"`
-	// MaxBatchRecords bounds the records of one ConsumeLogs call; reports are never split across calls.
+	// MaxBatchRecords bounds the records of one ConsumeLogs call; a report with more is split across calls.
 	MaxBatchRecords int `mapstructure:"max_batch_records"`
+	// MaxBatchBytes bounds the record bodies (as JSON) of one ConsumeLogs call; a record larger than it is sent
+	// alone.
+	MaxBatchBytes int `mapstructure:"max_batch_bytes"`
+	// MaxReportRecords bounds the records one report may fan out to (results × subject resources); a larger
+	// report is skipped as too large.
+	MaxReportRecords int `mapstructure:"max_report_records"`
+	// MaxReportBytes bounds the record bodies (as JSON) one report may fan out to; a larger report is skipped
+	// as too large.
+	MaxReportBytes int64 `mapstructure:"max_report_bytes"`
 	// QPS and Burst limit the requests to the API server.
 	QPS   float32 `mapstructure:"qps"`
 	Burst int     `mapstructure:"burst"`
@@ -122,10 +134,23 @@ func (c *Config) Validate() error {
 	if c.MaxBatchRecords <= 0 {
 		errs = append(errs, fmt.Errorf("max_batch_records must be positive; got %d", c.MaxBatchRecords))
 	}
+	if c.MaxBatchBytes < minBodyLimit {
+		errs = append(errs, fmt.Errorf("max_batch_bytes must be at least %d; got %d", minBodyLimit, c.MaxBatchBytes))
+	}
+	if c.MaxReportRecords <= 0 {
+		errs = append(errs, fmt.Errorf("max_report_records must be positive; got %d", c.MaxReportRecords))
+	}
+	if c.MaxReportBytes < minBodyLimit {
+		errs = append(errs, fmt.Errorf("max_report_bytes must be at least %d; got %d", minBodyLimit, c.MaxReportBytes))
+	}
 	if c.QPS <= 0 || c.Burst <= 0 {
 		errs = append(errs, fmt.Errorf("qps and burst must be positive; got %g and %d", c.QPS, c.Burst))
 	}
 	return errors.Join(errs...)
+}
+
+func (c *Config) budget() reportBudget {
+	return reportBudget{records: c.MaxReportRecords, bytes: c.MaxReportBytes}
 }
 
 func (c *Config) namespaceAllowed(ns string) bool {

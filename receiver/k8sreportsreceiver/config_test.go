@@ -32,6 +32,7 @@ func TestLoadConfig(t *testing.T) {
 	all.DiscoveryInterval = time.Minute
 	all.PageSize = 200
 	all.MaxBatchRecords = 1000
+	all.MaxBatchBytes, all.MaxReportRecords, all.MaxReportBytes = 1<<20, 20_000, 8<<20
 	all.QPS, all.Burst = 20, 40
 
 	for _, tt := range []struct {
@@ -49,6 +50,8 @@ func TestLoadConfig(t *testing.T) {
 		{name: "limits", wantErr: []string{
 			`initial_sync must be all or none; got "some"`, "discovery_interval must be at least 1s; got 10ms",
 			"page_size must be positive; got 0", "max_batch_records must be positive; got -1", "qps and burst must be positive",
+			"max_batch_bytes must be at least 4096; got 100", "max_report_records must be positive; got 0",
+			"max_report_bytes must be at least 4096; got 4095",
 		}},
 		{name: "namespace_conflict", wantErr: []string{`namespace "shop" is both included and excluded`}},
 	} {

@@ -16,63 +16,126 @@ import (
 	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/metadata"
 )
 
-// batchItem is one report's share of a batch: its records and the state to commit once they are accepted.
+// batchItem is one report's records on their way to the pipeline, and the state to commit once all of them
+// were accepted.
 type batchItem struct {
 	key     objKey
 	kind    string
 	records []outRecord
+	sent    int            // records accepted in earlier batches
 	next    *emittedReport // nil: the report is gone
 	isNew   bool
+	// unchanged: the same version as the one committed, read again (a relist, a restart), with nothing to
+	// emit; its state is not written to storage again.
+	unchanged bool
+}
+
+// batch is what one ConsumeLogs call carries: records[from:to] of each part's report. A report with more
+// records than fit is continued in the next batch, so only the last part may be incomplete, and no other
+// report is added after it.
+type batch struct {
+	parts []batchPart
+	n     int // records
+	bytes int // of their bodies
+	// states are the states the reports in this batch will have once it is committed.
+	states map[objKey]*emittedReport
+}
+
+type batchPart struct {
+	item     *batchItem
+	from, to int
 }
 
 // emit is the single goroutine that turns waiting reports into records. It commits a report's new state only
-// after the pipeline accepted its records, and retries a refused batch until it is accepted or the receiver
-// stops: what was not accepted is not remembered as emitted, so it is emitted again after a restart.
+// after the pipeline accepted all its records, which may take several batches, and retries a refused batch
+// until it is accepted or the receiver stops: what was not accepted is not remembered as emitted, so it is
+// emitted again after a restart or by the next leader.
 func (r *reportsReceiver) emit(ctx context.Context) {
 	retry := newBackoff(time.Second, 30*time.Second)
+	var rest *batchItem // a report whose records continue in the next batch
 	for {
-		items, n := r.nextBatch()
-		if items == nil {
+		b := r.nextBatch(rest)
+		if len(b.parts) == 0 {
 			return
 		}
-		if n > 0 && !r.consume(ctx, items, n, retry) {
+		if b.n > 0 && !r.consume(ctx, b, retry) {
 			return
 		}
-		r.commit(ctx, items)
+		rest = r.commit(ctx, b)
 	}
 }
 
-func (r *reportsReceiver) nextBatch() ([]batchItem, int) {
-	var items []batchItem
-	n := 0
-	for n < r.cfg.MaxBatchRecords {
-		k, u, prev, ok := r.tracker.take(len(items) == 0)
+// nextBatch fills a batch up to max_batch_records and max_batch_bytes: first with the rest of the report
+// continued from the last batch, then with waiting reports, blocking only while the batch is empty.
+func (r *reportsReceiver) nextBatch(rest *batchItem) *batch {
+	b := &batch{states: map[objKey]*emittedReport{}}
+	if rest != nil {
+		b.fill(rest, r.cfg)
+	}
+	for b.open(r.cfg) {
+		k, u, prev, ok := r.tracker.take(len(b.parts) == 0)
 		if !ok {
 			break
 		}
-		it := batchItem{key: k, kind: u.kind, isNew: prev == nil}
-		if u.deleted {
-			it.records, _ = diff(prev, nil, true, false, r.cfg.EmitResolved, r.cfg.ClusterName)
-		} else {
-			it.records, it.next = diff(prev, u.results, false, u.partial, r.cfg.EmitResolved, r.cfg.ClusterName)
-			it.next.UID, it.next.ResourceVersion = u.uid, u.rv
-			if u.adopt {
-				it.records = nil
-			}
+		if next, inBatch := b.states[k]; inBatch {
+			prev = next // an earlier version in this batch is committed before this one
 		}
-		n += len(it.records)
-		items = append(items, it)
+		b.fill(r.prepare(k, u, prev), r.cfg)
 	}
-	return items, n
+	return b
+}
+
+// prepare diffs the latest version of a report against what was emitted for it.
+func (r *reportsReceiver) prepare(k objKey, u *update, prev *emittedReport) *batchItem {
+	it := &batchItem{key: k, kind: u.kind, isNew: prev == nil}
+	switch {
+	case u.deleted:
+		it.records, _ = diff(prev, nil, true, false, r.cfg.EmitResolved, r.cfg.ClusterName)
+	case u.refused != nil:
+		it.next = prev.refusing(u.rv, *u.refused)
+	default:
+		it.records, it.next = diff(prev, u.results, false, u.partial, r.cfg.EmitResolved, r.cfg.ClusterName)
+		it.next.UID, it.next.ResourceVersion = u.uid, u.rv
+		if u.adopt {
+			it.records = nil
+		}
+		it.unchanged = len(it.records) == 0 && prev != nil && prev.refused == nil &&
+			prev.UID == u.uid && prev.ResourceVersion == u.rv && u.rv != ""
+	}
+	return it
+}
+
+// open says whether the batch takes another report: it has room, and its last report is complete.
+func (b *batch) open(cfg *Config) bool {
+	if n := len(b.parts); n > 0 && b.parts[n-1].to < len(b.parts[n-1].item.records) {
+		return false
+	}
+	return b.n < cfg.MaxBatchRecords && b.bytes < cfg.MaxBatchBytes
+}
+
+// fill adds as many of the item's remaining records as fit; a record larger than max_batch_bytes goes alone.
+func (b *batch) fill(it *batchItem, cfg *Config) {
+	to := it.sent
+	for to < len(it.records) && b.n < cfg.MaxBatchRecords {
+		size := it.records[to].body.size()
+		if b.n > 0 && b.bytes+size > cfg.MaxBatchBytes {
+			break
+		}
+		b.n++
+		b.bytes += size
+		to++
+	}
+	b.parts = append(b.parts, batchPart{item: it, from: it.sent, to: to})
+	b.states[it.key] = it.next
 }
 
 // consume hands the batch to the pipeline until it is accepted; false when the receiver stopped first.
-func (r *reportsReceiver) consume(ctx context.Context, items []batchItem, n int, retry *backoff) bool {
+func (r *reportsReceiver) consume(ctx context.Context, b *batch, retry *backoff) bool {
 	for {
-		ld := r.toLogs(items, n)
+		ld := r.toLogs(b)
 		obsCtx := r.obsrecv.StartLogsOp(ctx)
 		err := r.next.ConsumeLogs(obsCtx, ld)
-		r.obsrecv.EndLogsOp(obsCtx, metadata.Type.String(), n, err)
+		r.obsrecv.EndLogsOp(obsCtx, metadata.Type.String(), b.n, err)
 		switch {
 		case err == nil:
 			r.problems.clearSource("consume")
@@ -81,7 +144,7 @@ func (r *reportsReceiver) consume(ctx context.Context, items []batchItem, n int,
 		case consumererror.IsPermanent(err):
 			// Retrying cannot help; the records are dropped downstream, so remember them as emitted.
 			r.problems.count("", "consume")
-			r.set.Logger.Error("The pipeline permanently rejected result records", zap.Int("records", n), zap.Error(err))
+			r.set.Logger.Error("The pipeline permanently rejected result records", zap.Int("records", b.n), zap.Error(err))
 			return true
 		}
 		r.problems.set("consume", "", "consume", err)
@@ -92,50 +155,46 @@ func (r *reportsReceiver) consume(ctx context.Context, items []batchItem, n int,
 }
 
 // toLogs builds the batch's records. It is rebuilt for every attempt, because processors may have changed the
-// records of a refused attempt.
-func (r *reportsReceiver) toLogs(items []batchItem, n int) plog.Logs {
+// records of a refused attempt; the bodies exist only as long as the batch does.
+func (r *reportsReceiver) toLogs(b *batch) plog.Logs {
 	ld := plog.NewLogs()
 	rl := ld.ResourceLogs().AppendEmpty()
 	policyresult.WriteResource(rl.Resource(), r.cfg.ClusterName)
 	sl := rl.ScopeLogs().AppendEmpty()
 	sl.Scope().SetName(metadata.ScopeName)
 	lrs := sl.LogRecords()
-	lrs.EnsureCapacity(n)
+	lrs.EnsureCapacity(b.n)
 	now := pcommon.NewTimestampFromTime(time.Now())
-	for i := range items {
-		for j := range items[i].records {
-			rec := &items[i].records[j]
+	var body []byte
+	for _, p := range b.parts {
+		for j := p.from; j < p.to; j++ {
+			rec := p.item.records[j]
 			lr := lrs.AppendEmpty()
-			policyresult.WriteLogRecord(&rec.result, lr)
+			policyresult.WriteLogRecord(&rec.Result, lr)
 			lr.SetObservedTimestamp(now)
-			if rec.body != nil {
-				if err := jsonpdata.SetValue(rec.body, lr.Body()); err != nil {
-					// The body was decoded once already, so this cannot happen; keep the text rather than lose it.
-					lr.Body().SetStr(string(rec.body))
-				}
+			if rec.body.isZero() {
+				continue
+			}
+			body = rec.body.appendTo(body[:0])
+			if err := jsonpdata.SetValue(body, lr.Body()); err != nil {
+				// The body was decoded once already, so this cannot happen; keep the text rather than lose it.
+				lr.Body().SetStr(string(body))
 			}
 		}
 	}
 	return ld
 }
 
-func (r *reportsReceiver) commit(ctx context.Context, items []batchItem) {
-	changes := make(map[objKey]*emittedReport, len(items))
+// commit counts the batch's records and commits the state of each report whose records were all accepted,
+// in memory and in storage. It returns the report that continues in the next batch, if any.
+func (r *reportsReceiver) commit(ctx context.Context, b *batch) *batchItem {
+	changes := make(map[objKey]*emittedReport, len(b.parts))
+	var rest *batchItem
 	var byState [3]int64
-	for i := range items {
-		it := &items[i]
-		r.tracker.commit(it.key, it.next)
-		changes[it.key] = it.next
-		switch {
-		case it.isNew && it.next != nil:
-			r.telemetry.ReceiverK8sReportsReports.Add(ctx, 1)
-			r.reportsCounted++
-		case !it.isNew && it.next == nil:
-			r.telemetry.ReceiverK8sReportsReports.Add(ctx, -1)
-			r.reportsCounted--
-		}
-		for j := range it.records {
-			switch it.records[j].result.State {
+	for _, p := range b.parts {
+		it := p.item
+		for j := p.from; j < p.to; j++ {
+			switch it.records[j].State {
 			case policyresult.StateNew:
 				byState[0]++
 			case policyresult.StateChanged:
@@ -144,6 +203,24 @@ func (r *reportsReceiver) commit(ctx context.Context, items []batchItem) {
 				byState[2]++
 			}
 		}
+		it.sent = p.to
+		if it.sent < len(it.records) {
+			rest = it
+			continue
+		}
+		r.tracker.commit(it.key, it.next)
+		if !it.unchanged {
+			changes[it.key] = it.next
+		}
+		r.refusals.update(it.key, it.next)
+		switch {
+		case it.isNew && it.next != nil:
+			r.telemetry.ReceiverK8sReportsReports.Add(ctx, 1)
+			r.reportsCounted++
+		case !it.isNew && it.next == nil:
+			r.telemetry.ReceiverK8sReportsReports.Add(ctx, -1)
+			r.reportsCounted--
+		}
 	}
 	for i, st := range []policyresult.State{policyresult.StateNew, policyresult.StateChanged, policyresult.StateResolved} {
 		if byState[i] > 0 {
@@ -151,11 +228,24 @@ func (r *reportsReceiver) commit(ctx context.Context, items []batchItem) {
 		}
 	}
 	if r.store == nil {
-		return
+		return rest
+	}
+	// What a failed write left out goes with this one, so that skipping unchanged reports never leaves the
+	// storage behind what was emitted.
+	for k, e := range r.unsaved {
+		if _, newer := changes[k]; !newer {
+			changes[k] = e
+		}
+	}
+	if len(changes) == 0 {
+		return rest
 	}
 	if err := r.store.save(ctx, changes); err != nil {
+		r.unsaved = changes
 		r.problems.set("storage", "", "storage", err)
-		return
+		return rest
 	}
+	r.unsaved = nil
 	r.problems.clearSource("storage")
+	return rest
 }

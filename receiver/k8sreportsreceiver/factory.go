@@ -30,6 +30,9 @@ func createDefaultConfig() component.Config {
 		DiscoveryInterval: 30 * time.Second,
 		PageSize:          500,
 		MaxBatchRecords:   1000,
+		MaxBatchBytes:     4 << 20,
+		MaxReportRecords:  50_000,
+		MaxReportBytes:    32 << 20,
 		QPS:               50,
 		Burst:             100,
 	}

@@ -17,6 +17,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/component/componenttest"
+	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/extension"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -127,16 +128,24 @@ func startReceiver(t *testing.T, cfg *Config, token, storageDir string) *testRec
 // startReceiverWith is startReceiver on a host that has the extensions ext.
 func startReceiverWith(t *testing.T, cfg *Config, token, storageDir string, ext map[component.ID]component.Component) *testReceiver {
 	t.Helper()
+	sink := new(consumertest.LogsSink)
+	tr := startReceiverInto(t, cfg, token, storageDir, ext, sink)
+	tr.sink = sink
+	return tr
+}
+
+// startReceiverInto is startReceiverWith with the records going to next instead of the sink.
+func startReceiverInto(t *testing.T, cfg *Config, token, storageDir string, ext map[component.ID]component.Component, next consumer.Logs) *testReceiver {
+	t.Helper()
 	t.Setenv("KUBECONFIG", cluster.Kubeconfig(t, token))
-	tr := &testReceiver{t: t, sink: new(consumertest.LogsSink), host: &statusHost{ext: ext},
-		telemetry: componenttest.NewTelemetry()}
+	tr := &testReceiver{t: t, host: &statusHost{ext: ext}, telemetry: componenttest.NewTelemetry()}
 	if storageDir != "" {
 		tr.storage = filestoragetest.Start(t, storageDir)
 		tr.host.ext[storageID] = tr.storage
 		cfg.Storage = &storageID
 	}
 	require.NoError(t, cfg.Validate())
-	rcv, err := newReceiver(cfg, metadatatest.NewSettings(tr.telemetry), tr.sink)
+	rcv, err := newReceiver(cfg, metadatatest.NewSettings(tr.telemetry), next)
 	require.NoError(t, err)
 	tr.rcv = rcv
 	require.NoError(t, rcv.Start(context.Background(), tr.host))
@@ -265,8 +274,15 @@ func object(t *testing.T, yml string) *unstructured.Unstructured {
 // assertErrorCount checks the receiver's error self-metric for one kind and reason.
 func assertErrorCount(t *testing.T, tr *testReceiver, kind, reason string, want int64) {
 	t.Helper()
+	assert.Equal(t, want, errorCount(tr, kind, reason), "errors{kind=%s, reason=%s}", kind, reason)
+}
+
+// errorCount reads the receiver's error self-metric for one kind and reason; 0 before any error.
+func errorCount(tr *testReceiver, kind, reason string) int64 {
 	m, err := tr.telemetry.GetMetric("otelcol_receiver_k8s_reports_errors")
-	require.NoError(t, err)
+	if err != nil {
+		return 0
+	}
 	var got int64
 	for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
 		k, _ := dp.Attributes.Value("kind")
@@ -275,5 +291,5 @@ func assertErrorCount(t *testing.T, tr *testReceiver, kind, reason string, want 
 			got += dp.Value
 		}
 	}
-	assert.Equal(t, want, got, "errors{kind=%s, reason=%s}", kind, reason)
+	return got
 }

@@ -35,12 +35,12 @@ type complianceCheckResult struct {
 // profile and node role, e.g. ocp4-cis-node-master) or, for checks without a scan label, the suite; the rule
 // is the XCCDF rule ID. Checks are about the cluster or its nodes, not one object, so there is no subject and
 // the check result object itself identifies the result, which is unique per scan and rule.
-func parseComplianceCheckResult(obj *reportObject) ([]parsedResult, error) {
+func parseComplianceCheckResult(obj *reportObject, budget reportBudget) ([]parsedResult, error) {
 	var ccr complianceCheckResult
 	if err := json.Unmarshal(obj.raw, &ccr); err != nil {
 		return nil, err
 	}
-	body, err := withoutMetadata(obj.raw)
+	body, err := objectBody(obj.raw, budget)
 	if err != nil {
 		return nil, err
 	}
@@ -110,12 +110,12 @@ type complianceRemediation struct {
 // parseComplianceRemediation emits one result per remediation: whether the fix the scan proposed is in
 // effect. The failing check itself is reported by its ComplianceCheckResult, which has the same name; the
 // remediation result is about the fix, with the object it would create or change as the subject.
-func parseComplianceRemediation(obj *reportObject) ([]parsedResult, error) {
+func parseComplianceRemediation(obj *reportObject, budget reportBudget) ([]parsedResult, error) {
 	var rem complianceRemediation
 	if err := json.Unmarshal(obj.raw, &rem); err != nil {
 		return nil, err
 	}
-	body, err := withoutMetadata(obj.raw)
+	body, err := objectBody(obj.raw, budget)
 	if err != nil {
 		return nil, err
 	}
@@ -162,6 +162,19 @@ func complianceRemediationOutcome(state string) policyresult.Outcome {
 // compliancePolicy is the scan the object belongs to, or its suite when the scan label is missing.
 func compliancePolicy(obj *reportObject) string {
 	return firstNonEmpty(obj.Metadata.Labels[complianceScanLabel], obj.Metadata.Labels[complianceSuiteLabel])
+}
+
+// objectBody is the body of the one record of an object that is one result.
+func objectBody(raw []byte, budget reportBudget) (recordBody, error) {
+	text, err := withoutMetadata(raw)
+	if err != nil {
+		return recordBody{}, err
+	}
+	f := fanout{budget: budget}
+	if !f.add(1, int64(len(text))) {
+		return recordBody{}, f.err()
+	}
+	return wholeBody(text), nil
 }
 
 // withoutMetadata is the object's JSON for the record body: metadata (managedFields, ownerReferences, labels

@@ -76,7 +76,7 @@ func TestParseComplianceCheckResult(t *testing.T) {
 	var all []parsedResult
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			got, err := parseComplianceCheckResult(parserFixture(t, gvrComplianceCheckResults, tt.file))
+			got, err := parseComplianceCheckResult(parserFixture(t, gvrComplianceCheckResults, tt.file), testBudget)
 			require.NoError(t, err)
 			require.Equal(t, []policyresult.Result{tt.want}, parsedResults(got))
 			// Checks have no subject; the check result object identifies them.
@@ -88,7 +88,7 @@ func TestParseComplianceCheckResult(t *testing.T) {
 }
 
 func TestParseComplianceCheckResultBody(t *testing.T) {
-	got, err := parseComplianceCheckResult(parserFixture(t, gvrComplianceCheckResults, "compliance/ccr-not-applicable.yaml"))
+	got, err := parseComplianceCheckResult(parserFixture(t, gvrComplianceCheckResults, "compliance/ccr-not-applicable.yaml"), testBudget)
 	require.NoError(t, err)
 	require.Len(t, got, 1)
 	// The source's own fields, the original status and severity spelling among them, without metadata.
@@ -100,14 +100,14 @@ func TestParseComplianceCheckResultBody(t *testing.T) {
 		"severity": "unknown",
 		"status": "NOT-APPLICABLE",
 		"warnings": ["The check is not applicable on this platform"]
-	}`, string(got[0].body))
+	}`, string(got[0].body.bytes()))
 
-	got, err = parseComplianceCheckResult(parserFixture(t, gvrComplianceCheckResults, "compliance/ccr-fail.yaml"))
+	got, err = parseComplianceCheckResult(parserFixture(t, gvrComplianceCheckResults, "compliance/ccr-fail.yaml"), testBudget)
 	require.NoError(t, err)
 	require.Len(t, got, 1)
-	assert.NotContains(t, string(got[0].body), "ownerReferences")
-	assert.Contains(t, string(got[0].body), `"valuesUsed":["var-kubelet-protect-kernel-defaults"]`)
-	assert.Contains(t, string(got[0].body), `"warnings":null`)
+	assert.NotContains(t, string(got[0].body.bytes()), "ownerReferences")
+	assert.Contains(t, string(got[0].body.bytes()), `"valuesUsed":["var-kubelet-protect-kernel-defaults"]`)
+	assert.Contains(t, string(got[0].body.bytes()), `"warnings":null`)
 }
 
 func TestComplianceCheckOutcome(t *testing.T) {
@@ -175,7 +175,7 @@ func TestParseComplianceRemediation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			got, err := parseComplianceRemediation(parserFixture(t, gvrComplianceRemediations, tt.file))
+			got, err := parseComplianceRemediation(parserFixture(t, gvrComplianceRemediations, tt.file), testBudget)
 			require.NoError(t, err)
 			assert.Equal(t, []policyresult.Result{tt.want}, parsedResults(got))
 		})
@@ -183,7 +183,7 @@ func TestParseComplianceRemediation(t *testing.T) {
 }
 
 func TestParseComplianceRemediationBody(t *testing.T) {
-	got, err := parseComplianceRemediation(parserFixture(t, gvrComplianceRemediations, "compliance/remediation-error.yaml"))
+	got, err := parseComplianceRemediation(parserFixture(t, gvrComplianceRemediations, "compliance/remediation-error.yaml"), testBudget)
 	require.NoError(t, err)
 	require.Len(t, got, 1)
 	assert.JSONEq(t, `{
@@ -195,7 +195,7 @@ func TestParseComplianceRemediationBody(t *testing.T) {
 			"data": {"profile": "WriteRequestBodies"}
 		}}},
 		"status": {"applicationState": "Error", "errorMessage": "configmaps \"audit-profile\" is forbidden: cannot update"}
-	}`, string(got[0].body))
+	}`, string(got[0].body.bytes()))
 }
 
 func TestComplianceRemediationOutcome(t *testing.T) {
@@ -215,9 +215,9 @@ func TestComplianceRemediationOutcome(t *testing.T) {
 }
 
 func TestParseComplianceMalformed(t *testing.T) {
-	_, err := parseComplianceCheckResult(parserFixture(t, gvrComplianceCheckResults, "compliance/ccr-malformed.yaml"))
+	_, err := parseComplianceCheckResult(parserFixture(t, gvrComplianceCheckResults, "compliance/ccr-malformed.yaml"), testBudget)
 	assert.ErrorContains(t, err, "status")
 
-	_, err = parseComplianceRemediation(parserFixture(t, gvrComplianceRemediations, "compliance/remediation-malformed.yaml"))
+	_, err = parseComplianceRemediation(parserFixture(t, gvrComplianceRemediations, "compliance/remediation-malformed.yaml"), testBudget)
 	assert.ErrorContains(t, err, "spec.current.object")
 }

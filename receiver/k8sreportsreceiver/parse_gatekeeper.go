@@ -37,10 +37,14 @@ type gatekeeperViolation struct {
 // status. The policy is the constraint kind (one per ConstraintTemplate), the rule the constraint. Passing
 // resources are not listed, so a constraint without violations yields no results and a fixed resource shows
 // up as a result that disappears. Gatekeeper has no severity.
-func parseGatekeeperConstraint(obj *reportObject) ([]parsedResult, error) {
+func parseGatekeeperConstraint(obj *reportObject, budget reportBudget) ([]parsedResult, error) {
 	var c gatekeeperConstraint
 	if err := json.Unmarshal(obj.raw, &c); err != nil {
 		return nil, err
+	}
+	f := fanout{budget: budget}
+	if !f.addEntries(c.Status.Violations) {
+		return nil, f.err()
 	}
 	ts := parseRFC3339(c.Status.AuditTimestamp)
 	// Past the cap the list is a sample: a violation missing from it is not resolved.
@@ -52,7 +56,7 @@ func parseGatekeeperConstraint(obj *reportObject) ([]parsedResult, error) {
 		if err := json.Unmarshal(raw, &v); err != nil {
 			return nil, fmt.Errorf("status.violations[%d]: %w", i, err)
 		}
-		out = append(out, parsedResult{body: raw, Result: policyresult.Result{
+		out = append(out, parsedResult{body: wholeBody(raw), Result: policyresult.Result{
 			Source:  gatekeeperSource,
 			Policy:  obj.Kind,
 			Rule:    obj.Metadata.Name,

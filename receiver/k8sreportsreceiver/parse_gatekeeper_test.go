@@ -76,7 +76,7 @@ func TestParseGatekeeperConstraint(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			got, err := parseGatekeeperConstraint(parserFixture(t, gvrConstraint(tt.resource), tt.file))
+			got, err := parseGatekeeperConstraint(parserFixture(t, gvrConstraint(tt.resource), tt.file), testBudget)
 			require.NoError(t, err)
 			require.Len(t, got, len(tt.want))
 			assertDistinctKeys(t, got...)
@@ -90,14 +90,14 @@ func TestParseGatekeeperConstraint(t *testing.T) {
 }
 
 func TestParseGatekeeperConstraintBodyIsTheViolation(t *testing.T) {
-	got, err := parseGatekeeperConstraint(parserFixture(t, gvrConstraint("k8scontainerlimits"), "gatekeeper/containerlimits-scoped.yaml"))
+	got, err := parseGatekeeperConstraint(parserFixture(t, gvrConstraint("k8scontainerlimits"), "gatekeeper/containerlimits-scoped.yaml"), testBudget)
 	require.NoError(t, err)
 	require.Len(t, got, 5)
 	assert.JSONEq(t, `{
 		"enforcementAction": "scoped", "enforcementActions": ["warn", "deny"],
 		"group": "", "version": "v1", "kind": "Pod", "namespace": "shop", "name": "checkout-7f7f7f7f7f-asdfg",
 		"message": "container <checkout> has no resource limits"
-	}`, string(got[2].body))
+	}`, string(got[2].body.bytes()))
 }
 
 func TestGatekeeperOutcome(t *testing.T) {
@@ -122,12 +122,12 @@ func TestGatekeeperOutcome(t *testing.T) {
 }
 
 func TestParseGatekeeperMalformed(t *testing.T) {
-	_, err := parseGatekeeperConstraint(parserFixture(t, gvrConstraint("k8srequiredlabels"), "gatekeeper/malformed.yaml"))
+	_, err := parseGatekeeperConstraint(parserFixture(t, gvrConstraint("k8srequiredlabels"), "gatekeeper/malformed.yaml"), testBudget)
 	assert.ErrorContains(t, err, "status.violations")
 
 	obj, err := decodeObject(gvrConstraint("k8srequiredlabels"), []byte(`{"kind":"K8sRequiredLabels","metadata":{"name":"x"},
 		"status":{"violations":[{"kind":"Namespace","name":"a"},"b"]}}`))
 	require.NoError(t, err)
-	_, err = parseGatekeeperConstraint(obj)
+	_, err = parseGatekeeperConstraint(obj, testBudget)
 	assert.ErrorContains(t, err, "status.violations[1]")
 }

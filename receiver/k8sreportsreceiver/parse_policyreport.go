@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"slices"
 
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
@@ -23,22 +24,23 @@ type policyReport struct {
 }
 
 type policyReportResult struct {
-	Source    string        `json:"source"`
-	Policy    string        `json:"policy"`
-	Rule      string        `json:"rule"`
-	Category  string        `json:"category"`
-	Severity  string        `json:"severity"`
-	Result    string        `json:"result"`
-	Scored    *bool         `json:"scored"`
-	Message   string        `json:"message"`
-	Resources []objectRef   `json:"resources"`
-	Timestamp *k8sTimestamp `json:"timestamp"`
+	Source    string            `json:"source"`
+	Policy    string            `json:"policy"`
+	Rule      string            `json:"rule"`
+	Category  string            `json:"category"`
+	Severity  string            `json:"severity"`
+	Result    string            `json:"result"`
+	Scored    *bool             `json:"scored"`
+	Message   string            `json:"message"`
+	Resources []json.RawMessage `json:"resources"`
+	Timestamp *k8sTimestamp     `json:"timestamp"`
 }
 
 // parsePolicyReport emits one result per (result × subject resource). A result without resources is about the
 // report's scope (or, for an EphemeralReport, its owner); without either it is a cluster-wide result identified
-// by the report.
-func parsePolicyReport(obj *reportObject) ([]parsedResult, error) {
+// by the report. The body of each record is the source's result with only that record's subject in its
+// resources.
+func parsePolicyReport(obj *reportObject, budget reportBudget) ([]parsedResult, error) {
 	var rep policyReport
 	if err := json.Unmarshal(obj.raw, &rep); err != nil {
 		return nil, err
@@ -50,13 +52,30 @@ func parsePolicyReport(obj *reportObject) ([]parsedResult, error) {
 			scope = rep.Spec.Owner
 		}
 	}
-	out := make([]parsedResult, 0, len(items))
+	f := fanout{budget: budget}
+	out := make([]parsedResult, 0, f.capacity(len(items)))
 	for i, raw := range items {
 		var r policyReportResult
 		if err := json.Unmarshal(raw, &r); err != nil {
 			return nil, fmt.Errorf("results[%d]: %w", i, err)
 		}
-		base := parsedResult{body: raw, Result: policyresult.Result{
+		bodies := []recordBody{wholeBody(raw)}
+		if len(r.Resources) > 1 {
+			var err error
+			if bodies, err = subjectBodies(raw, r.Resources); err != nil {
+				return nil, fmt.Errorf("results[%d]: %w", i, err)
+			}
+		}
+		var bytes int64
+		for _, b := range bodies {
+			bytes += int64(b.size())
+		}
+		if !f.add(len(bodies), bytes) {
+			out = nil // too large: build nothing more, count the rest
+			continue
+		}
+		out = slices.Grow(out, len(bodies))
+		base := parsedResult{Result: policyresult.Result{
 			Source:    firstNonEmpty(r.Source, rep.Source),
 			Policy:    r.Policy,
 			Rule:      r.Rule,
@@ -73,17 +92,25 @@ func parsePolicyReport(obj *reportObject) ([]parsedResult, error) {
 		}
 		switch {
 		case len(r.Resources) > 0:
-			for _, res := range r.Resources {
+			for j, entry := range r.Resources {
+				var res objectRef
+				if err := json.Unmarshal(entry, &res); err != nil {
+					return nil, fmt.Errorf("results[%d].resources[%d]: %w", i, j, err)
+				}
 				pr := base
-				pr.Resource = res.resource()
+				pr.Resource, pr.body = res.resource(), bodies[min(j, len(bodies)-1)]
 				out = append(out, pr)
 			}
 		case scope != nil:
-			base.Resource = scope.resource()
+			base.Resource, base.body = scope.resource(), bodies[0]
 			out = append(out, base)
 		default:
+			base.body = bodies[0]
 			out = append(out, base)
 		}
+	}
+	if err := f.err(); err != nil {
+		return nil, err
 	}
 	return disambiguateBy(out, policyReportDiscriminator), nil
 }
@@ -111,6 +138,8 @@ func disambiguate(results []parsedResult) []parsedResult {
 }
 
 // disambiguateBy is disambiguate with the part of the body that identifies a result chosen by discriminator.
+// The discriminator reads the source's result as shared by the records of all its subjects, once per result:
+// reading each record's body would cost N results' worth for N subjects that collide.
 func disambiguateBy(results []parsedResult, discriminator func(body []byte) []byte) []parsedResult {
 	count := make(map[string]int, len(results))
 	keys := make([]string, len(results))
@@ -118,11 +147,27 @@ func disambiguateBy(results []parsedResult, discriminator func(body []byte) []by
 		keys[i] = results[i].Key()
 		count[keys[i]]++
 	}
+	type shared struct {
+		first *byte
+		n     int
+	}
+	suffixes := map[shared]string{}
 	for i := range results {
-		if count[keys[i]] > 1 {
-			sum := sha256.Sum256(discriminator(results[i].body))
-			results[i].Rule += "#" + hex.EncodeToString(sum[:4])
+		if count[keys[i]] <= 1 {
+			continue
 		}
+		text := results[i].body.text
+		id := shared{n: len(text)}
+		if len(text) > 0 {
+			id.first = &text[0]
+		}
+		suffix, ok := suffixes[id]
+		if !ok {
+			sum := sha256.Sum256(discriminator(text))
+			suffix = "#" + hex.EncodeToString(sum[:4])
+			suffixes[id] = suffix
+		}
+		results[i].Rule += suffix
 	}
 	return results
 }

@@ -55,7 +55,7 @@ type trivyVulnerability struct {
 //
 // A report covers one container of one workload; the rule is "<container>/<package>" so that the same CVE
 // in the same package of two containers of one workload, which share policy and subject, keeps two keys.
-func parseVulnerabilityReport(obj *reportObject) ([]parsedResult, error) {
+func parseVulnerabilityReport(obj *reportObject, budget reportBudget) ([]parsedResult, error) {
 	var rep vulnerabilityReport
 	if err := json.Unmarshal(obj.raw, &rep); err != nil {
 		return nil, err
@@ -63,6 +63,10 @@ func parseVulnerabilityReport(obj *reportObject) ([]parsedResult, error) {
 	subject, container := trivySubject(obj, &rep.Metadata)
 	ts := parseRFC3339(rep.Report.UpdateTimestamp)
 
+	f := fanout{budget: budget}
+	if !f.addEntries(rep.Report.Vulnerabilities) {
+		return nil, f.err()
+	}
 	out := make([]parsedResult, 0, len(rep.Report.Vulnerabilities))
 	vulns := make([]trivyVulnerability, 0, len(rep.Report.Vulnerabilities))
 	for i, raw := range rep.Report.Vulnerabilities {
@@ -75,7 +79,7 @@ func parseVulnerabilityReport(obj *reportObject) ([]parsedResult, error) {
 		if container != "" {
 			rule = container + "/" + v.Resource
 		}
-		out = append(out, parsedResult{body: raw, Result: policyresult.Result{
+		out = append(out, parsedResult{body: wholeBody(raw), Result: policyresult.Result{
 			Source:   trivySource,
 			Policy:   v.VulnerabilityID,
 			Rule:     rule,
@@ -124,13 +128,18 @@ type trivyCheck struct {
 // (Cluster)ConfigAuditReport, and also (Cluster)RbacAssessmentReport and (Cluster)InfraAssessmentReport.
 // trivy-operator drops passing checks unless configured to keep them, so a fixed check usually shows up as
 // a result that disappears, not as a pass.
-func parseConfigAuditReport(obj *reportObject) ([]parsedResult, error) {
+func parseConfigAuditReport(obj *reportObject, budget reportBudget) ([]parsedResult, error) {
 	var rep configAuditReport
 	if err := json.Unmarshal(obj.raw, &rep); err != nil {
 		return nil, err
 	}
 	subject, container := trivySubject(obj, &rep.Metadata)
 	ts := parseRFC3339(rep.Report.UpdateTimestamp)
+
+	f := fanout{budget: budget}
+	if !f.addEntries(rep.Report.Checks) {
+		return nil, f.err()
+	}
 
 	out := make([]parsedResult, 0, len(rep.Report.Checks))
 	for i, raw := range rep.Report.Checks {
@@ -147,7 +156,7 @@ func parseConfigAuditReport(obj *reportObject) ([]parsedResult, error) {
 				rule = c.Scope.Type + ":" + c.Scope.Value
 			}
 		}
-		pr := parsedResult{body: raw, Result: policyresult.Result{
+		pr := parsedResult{body: wholeBody(raw), Result: policyresult.Result{
 			Source:    trivySource,
 			Policy:    c.CheckID,
 			Rule:      rule,

@@ -140,7 +140,7 @@ func TestParseVulnerabilityReport(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			got, err := parseVulnerabilityReport(parserFixture(t, gvrVulnerabilityReports, tt.file))
+			got, err := parseVulnerabilityReport(parserFixture(t, gvrVulnerabilityReports, tt.file), testBudget)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, parsedResults(got))
 			assertDistinctKeys(t, got...)
@@ -149,7 +149,7 @@ func TestParseVulnerabilityReport(t *testing.T) {
 }
 
 func TestParseVulnerabilityReportBodyIsTheEntry(t *testing.T) {
-	got, err := parseVulnerabilityReport(parserFixture(t, gvrVulnerabilityReports, "trivy/vulnerabilityreport.yaml"))
+	got, err := parseVulnerabilityReport(parserFixture(t, gvrVulnerabilityReports, "trivy/vulnerabilityreport.yaml"), testBudget)
 	require.NoError(t, err)
 	require.Len(t, got, 7)
 	assert.JSONEq(t, `{
@@ -157,17 +157,17 @@ func TestParseVulnerabilityReportBodyIsTheEntry(t *testing.T) {
 		"fixedVersion": "3.0.13-1", "severity": "HIGH", "score": 7.5,
 		"title": "openssl: excessive time spent checking DH keys",
 		"primaryLink": "https://avd.aquasec.com/nvd/cve-2024-0001", "links": [], "target": ""
-	}`, string(got[0].body))
+	}`, string(got[0].body.bytes()))
 	// The original severity stays in the body when the model has none for it.
 	var entry map[string]any
-	require.NoError(t, json.Unmarshal(got[2].body, &entry))
+	require.NoError(t, json.Unmarshal(got[2].body.bytes(), &entry))
 	assert.Equal(t, "UNKNOWN", entry["severity"])
 }
 
 func TestParseVulnerabilityReportContainersDoNotCollide(t *testing.T) {
-	app, err := parseVulnerabilityReport(parserFixture(t, gvrVulnerabilityReports, "trivy/vulnerabilityreport.yaml"))
+	app, err := parseVulnerabilityReport(parserFixture(t, gvrVulnerabilityReports, "trivy/vulnerabilityreport.yaml"), testBudget)
 	require.NoError(t, err)
-	proxy, err := parseVulnerabilityReport(parserFixture(t, gvrVulnerabilityReports, "trivy/vulnerabilityreport-sidecar.yaml"))
+	proxy, err := parseVulnerabilityReport(parserFixture(t, gvrVulnerabilityReports, "trivy/vulnerabilityreport-sidecar.yaml"), testBudget)
 	require.NoError(t, err)
 	// Same CVE, package and workload in two containers.
 	require.Equal(t, app[0].Policy, proxy[0].Policy)
@@ -177,7 +177,7 @@ func TestParseVulnerabilityReportContainersDoNotCollide(t *testing.T) {
 
 func TestParseVulnerabilityReportRuleDoesNotDependOnOrder(t *testing.T) {
 	obj := parserFixture(t, gvrVulnerabilityReports, "trivy/vulnerabilityreport.yaml")
-	want, err := parseVulnerabilityReport(obj)
+	want, err := parseVulnerabilityReport(obj, testBudget)
 	require.NoError(t, err)
 
 	var doc map[string]any
@@ -191,7 +191,7 @@ func TestParseVulnerabilityReportRuleDoesNotDependOnOrder(t *testing.T) {
 	require.NoError(t, err)
 	reversed, err := decodeObject(gvrVulnerabilityReports, raw)
 	require.NoError(t, err)
-	got, err := parseVulnerabilityReport(reversed)
+	got, err := parseVulnerabilityReport(reversed, testBudget)
 	require.NoError(t, err)
 
 	keys := func(prs []parsedResult) []string {
@@ -258,7 +258,7 @@ func TestParseConfigAuditReport(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			got, err := parseConfigAuditReport(parserFixture(t, tt.gvr, tt.file))
+			got, err := parseConfigAuditReport(parserFixture(t, tt.gvr, tt.file), testBudget)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, parsedResults(got))
 			assertDistinctKeys(t, got...)
@@ -267,7 +267,7 @@ func TestParseConfigAuditReport(t *testing.T) {
 }
 
 func TestParseConfigAuditReportBodyIsTheCheck(t *testing.T) {
-	got, err := parseConfigAuditReport(parserFixture(t, gvrConfigAuditReports, "trivy/configauditreport.yaml"))
+	got, err := parseConfigAuditReport(parserFixture(t, gvrConfigAuditReports, "trivy/configauditreport.yaml"), testBudget)
 	require.NoError(t, err)
 	require.Len(t, got, 7)
 	assert.JSONEq(t, `{
@@ -275,21 +275,21 @@ func TestParseConfigAuditReportBodyIsTheCheck(t *testing.T) {
 		"category": "Kubernetes Security Check", "scope": {"type": "Container", "value": "metrics"},
 		"messages": ["Container 'metrics' should set 'securityContext.readOnlyRootFilesystem' to true"],
 		"success": false
-	}`, string(got[5].body))
+	}`, string(got[5].body.bytes()))
 }
 
 func TestParseTrivyMalformed(t *testing.T) {
-	_, err := parseVulnerabilityReport(parserFixture(t, gvrVulnerabilityReports, "trivy/vulnerabilityreport-malformed.yaml"))
+	_, err := parseVulnerabilityReport(parserFixture(t, gvrVulnerabilityReports, "trivy/vulnerabilityreport-malformed.yaml"), testBudget)
 	assert.ErrorContains(t, err, "report.vulnerabilities")
 
-	_, err = parseConfigAuditReport(parserFixture(t, gvrConfigAuditReports, "trivy/configauditreport-malformed.yaml"))
+	_, err = parseConfigAuditReport(parserFixture(t, gvrConfigAuditReports, "trivy/configauditreport-malformed.yaml"), testBudget)
 	assert.ErrorContains(t, err, "report.checks")
 
 	// One entry of the wrong type fails the report, naming the entry.
 	obj, err := decodeObject(gvrVulnerabilityReports, []byte(`{"kind":"VulnerabilityReport","metadata":{"name":"x"},
 		"report":{"vulnerabilities":[{"vulnerabilityID":"CVE-1","resource":"a"},{"vulnerabilityID":7}]}}`))
 	require.NoError(t, err)
-	_, err = parseVulnerabilityReport(obj)
+	_, err = parseVulnerabilityReport(obj, testBudget)
 	assert.ErrorContains(t, err, "report.vulnerabilities[1]")
 }
 
@@ -302,10 +302,10 @@ func TestParseTrivyMissingReport(t *testing.T) {
 	} {
 		obj, err := decodeObject(gvrVulnerabilityReports, []byte(raw))
 		require.NoError(t, err)
-		got, err := parseVulnerabilityReport(obj)
+		got, err := parseVulnerabilityReport(obj, testBudget)
 		require.NoError(t, err, raw)
 		assert.Empty(t, got, raw)
-		got, err = parseConfigAuditReport(obj)
+		got, err = parseConfigAuditReport(obj, testBudget)
 		require.NoError(t, err, raw)
 		assert.Empty(t, got, raw)
 	}

@@ -70,17 +70,29 @@ func (p *problems) malformed(w *watcher, ref string, err error) {
 	p.logger.Warn("Skipping a report that cannot be read", zap.String("object", ref), zap.Error(err))
 }
 
+// tooLarge records a report skipped because it fans out to more than the budget. It is counted and logged
+// each time the report is met; the status lists such reports while they last (refusals).
+func (p *problems) tooLarge(w *watcher, ref string, err error) {
+	p.count(w.kind.name, "too_large")
+	p.logger.Warn("Skipping a report too large to process", zap.String("object", ref), zap.String("kind", w.kind.name), zap.Error(err))
+}
+
 // set records a fault from source (a resource, "discovery", "consume", "storage").
 func (p *problems) set(source, kind, reason string, err error) {
 	p.count(kind, reason)
+	if p.hold(source, err) {
+		p.logger.Warn("Kubernetes reports receiver fault; retrying", zap.String("source", source), zap.String("reason", reason), zap.Error(err))
+	}
+}
+
+// hold keeps err in the status until source is cleared; true when it is new or changed.
+func (p *problems) hold(source string, err error) bool {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	prev, had := p.active[source]
 	p.active[source] = err
-	if !had || prev.Error() != err.Error() {
-		p.logger.Warn("Kubernetes reports receiver fault; retrying", zap.String("source", source), zap.String("reason", reason), zap.Error(err))
-	}
 	p.reportLocked()
+	return !had || prev.Error() != err.Error()
 }
 
 func (p *problems) clearSource(source string) {

@@ -30,10 +30,13 @@ type reportsReceiver struct {
 	telemetry *metadata.TelemetryBuilder
 	obsrecv   *receiverhelper.ObsReport
 	problems  *problems
+	refusals  *refusals
 
 	tracker       *tracker
 	store         *stateStore
 	storageClient storage.Client
+	// unsaved are report states committed in memory whose storage write failed; the emitter owns it.
+	unsaved map[objKey]*emittedReport
 
 	host component.Host
 	// mu serialises starting and stopping to lead.
@@ -59,9 +62,10 @@ func newReceiver(cfg *Config, set receiver.Settings, next consumer.Logs) (*repor
 	if err != nil {
 		return nil, err
 	}
+	p := newProblems(set.Logger, tb)
 	return &reportsReceiver{
 		cfg: cfg, set: set, next: next, kinds: enabledKinds(cfg.Kinds), telemetry: tb, obsrecv: obsrecv,
-		problems: newProblems(set.Logger, tb),
+		problems: p, refusals: newRefusals(p),
 		watchers: map[schema.GroupVersionResource]*runningWatcher{},
 	}, nil
 }
@@ -116,7 +120,7 @@ func (r *reportsReceiver) startLeading(ctx context.Context) error {
 		return nil
 	}
 	var emitted map[objKey]*emittedReport
-	r.store, r.storageClient = nil, nil
+	r.store, r.storageClient, r.unsaved = nil, nil, nil
 	if r.cfg.Storage != nil {
 		client, err := storageclient.Open(ctx, r.host, *r.cfg.Storage, component.KindReceiver, r.set.ID)
 		if err != nil {
@@ -129,7 +133,11 @@ func (r *reportsReceiver) startLeading(ctx context.Context) error {
 			return err
 		}
 	}
-	r.tracker = newTracker(maxPendingReports, emitted)
+	// Reports waiting for the emitter hold at most one report's worth of results more than the one being emitted.
+	r.tracker = newTracker(maxPendingReports, r.cfg.MaxReportRecords, emitted)
+	for k, e := range emitted {
+		r.refusals.update(k, e)
+	}
 	r.reportsCounted = int64(r.tracker.size())
 	r.telemetry.ReceiverK8sReportsReports.Add(ctx, r.reportsCounted)
 	r.watchers = map[schema.GroupVersionResource]*runningWatcher{}
@@ -173,6 +181,7 @@ func (r *reportsReceiver) stopLeading() {
 	for gvr := range r.watchers {
 		r.problems.clearSource(gvr.String())
 	}
+	r.refusals.reset()
 	r.telemetry.ReceiverK8sReportsResourcesWatched.Add(context.Background(), -int64(len(r.watchers)))
 	r.telemetry.ReceiverK8sReportsReports.Add(context.Background(), -r.reportsCounted)
 	r.reportsCounted = 0

@@ -57,27 +57,23 @@ func decodeObject(gvr schema.GroupVersionResource, raw []byte) (*reportObject, e
 
 // ref names the object in logs and errors the way kubectl does.
 func (o *reportObject) ref() string {
-	name := o.gvr.Resource + "." + o.gvr.Group + " "
-	if o.Metadata.Namespace != "" {
-		name += o.Metadata.Namespace + "/"
-	}
-	return name + o.Metadata.Name
+	return objKey{o.gvr, o.Metadata.Namespace, o.Metadata.Name}.String()
 }
 
 func (o *reportObject) report() policyresult.Report {
 	return policyresult.Report{Kind: o.Kind, Namespace: o.Metadata.Namespace, Name: o.Metadata.Name}
 }
 
-// parsedResult is one result of a report: the model's fields, and the source's own result as JSON for the
-// record body.
+// parsedResult is one result of a report: the model's fields, and the source's own result for the record body.
 type parsedResult struct {
 	policyresult.Result
-	body json.RawMessage
+	body recordBody
 }
 
-// parseFunc turns a report object into its results. An error means the object as a whole cannot be read; the
+// parseFunc turns a report object into its results, counting them against budget before building them. An
+// error means the object as a whole cannot be read, or (a *tooLargeError) fans out to more than budget; the
 // caller names the object, counts it and keeps going.
-type parseFunc func(obj *reportObject) ([]parsedResult, error)
+type parseFunc func(obj *reportObject, budget reportBudget) ([]parsedResult, error)
 
 // k8sTimestamp is the protobuf Timestamp shape PolicyReports use: {seconds, nanos}. Some writers put negative
 // nanos in it, which time.Unix normalises.

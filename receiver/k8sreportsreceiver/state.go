@@ -19,6 +19,15 @@ type objKey struct {
 	name      string
 }
 
+// String names the object in logs and errors the way kubectl does.
+func (k objKey) String() string {
+	name := k.gvr.Resource + "." + k.gvr.Group + " "
+	if k.namespace != "" {
+		name += k.namespace + "/"
+	}
+	return name + k.name
+}
+
 // emittedReport is what downstream has received for one report: enough to diff the next version against and
 // to emit a resolved record for every result when the report goes away, but no message or body. It is kept
 // for every report of the cluster, so it is laid out to be small: what the results of a report share (the
@@ -29,6 +38,27 @@ type emittedReport struct {
 	report          policyresult.Report
 	subjects        []policyresult.Resource
 	results         []storedResult
+	// refused is the version of the report that was skipped as too large, if the latest one was: the results
+	// are still those of the last version read, and that version is skipped without being read again.
+	refused *refusal
+}
+
+// refusal is a report version that fanned out to more than the budget, and what it fanned out to.
+type refusal struct {
+	resourceVersion string
+	size            reportSize
+}
+
+// refusing is the state after version rv of the report was skipped as too large: what was emitted before
+// stays emitted (a report that cannot be read is not one whose findings were fixed), and rv is remembered so
+// that it is not read again, here or after a restart, unless a budget it fits is configured.
+func (e *emittedReport) refusing(rv string, size reportSize) *emittedReport {
+	next := &emittedReport{}
+	if e != nil {
+		*next = *e
+	}
+	next.refused = &refusal{resourceVersion: rv, size: size}
+	return next
 }
 
 // hash128 is a policy.result.key or .id in binary: half the size of the hex string, and comparable.
@@ -64,23 +94,35 @@ func scoredOf(b *bool) int8 {
 	return 0
 }
 
-func (e *emittedReport) subjectIndex(r policyresult.Resource) int32 {
+// stateBuilder builds an emittedReport. It finds each subject's index through a map, because one report may
+// list tens of thousands of subjects; the map goes with the builder, as the state is kept for every report.
+type stateBuilder struct {
+	state    *emittedReport
+	subjects map[policyresult.Resource]int32
+}
+
+func newStateBuilder(results int) *stateBuilder {
+	return &stateBuilder{state: &emittedReport{results: make([]storedResult, 0, results)},
+		subjects: make(map[policyresult.Resource]int32, results)}
+}
+
+func (b *stateBuilder) subjectIndex(r policyresult.Resource) int32 {
 	if r.IsZero() {
 		return -1
 	}
-	for i := range e.subjects {
-		if e.subjects[i] == r {
-			return int32(i)
-		}
+	if i, ok := b.subjects[r]; ok {
+		return i
 	}
-	e.subjects = append(e.subjects, r)
-	return int32(len(e.subjects) - 1)
+	i := int32(len(b.state.subjects))
+	b.state.subjects = append(b.state.subjects, r)
+	b.subjects[r] = i
+	return i
 }
 
-func (e *emittedReport) add(r *policyresult.Result, key, id hash128) {
-	e.report = r.Report
-	e.results = append(e.results, storedResult{
-		key: key, id: id, outcome: r.Outcome, subject: e.subjectIndex(r.Resource),
+func (b *stateBuilder) add(r *policyresult.Result, key, id hash128) {
+	b.state.report = r.Report
+	b.state.results = append(b.state.results, storedResult{
+		key: key, id: id, outcome: r.Outcome, subject: b.subjectIndex(r.Resource),
 		identity: unique.Make(ruleIdentity{Source: r.Source, Policy: r.Policy, Rule: r.Rule, Category: r.Category,
 			Severity: r.Severity, Scored: scoredOf(r.Scored)}),
 	})
@@ -104,11 +146,10 @@ func (e *emittedReport) result(i int, cluster string) policyresult.Result {
 	return r
 }
 
-// outRecord is one record to emit: a result with its state, and the source's result as the body.
-type outRecord struct {
-	result policyresult.Result
-	body   json.RawMessage
-}
+// outRecord is one record to emit: a result with its state, and the source's result as the body. It points
+// into the parsed report (or, for a resolved result, at the result rebuilt from the state), so that a report's
+// records cost no copy of its results while they wait for their batches.
+type outRecord struct{ *parsedResult }
 
 // diff compares a report's new results with what was emitted for it. It returns the records to emit (new and
 // changed results, and resolved ones when emitResolved) and the state to remember once they are accepted.
@@ -125,7 +166,8 @@ func diff(prev *emittedReport, next []parsedResult, deleted, partial, emitResolv
 	var out []outRecord
 	var state *emittedReport
 	if !deleted {
-		state = &emittedReport{results: make([]storedResult, 0, len(next))}
+		b := newStateBuilder(len(next))
+		state = b.state
 		seen := make(map[hash128]struct{}, len(next))
 		for i := range next {
 			r := &next[i].Result
@@ -134,7 +176,7 @@ func diff(prev *emittedReport, next []parsedResult, deleted, partial, emitResolv
 				continue // disambiguate() makes this impossible for parsed reports; kept as a guard
 			}
 			seen[key] = struct{}{}
-			state.add(r, key, id)
+			b.add(r, key, id)
 			old, existed := prevByKey[key]
 			switch {
 			case !existed:
@@ -144,7 +186,7 @@ func diff(prev *emittedReport, next []parsedResult, deleted, partial, emitResolv
 			default:
 				continue
 			}
-			out = append(out, outRecord{result: *r, body: next[i].body})
+			out = append(out, outRecord{&next[i]})
 		}
 		for k := range seen {
 			delete(prevByKey, k)
@@ -153,7 +195,7 @@ func diff(prev *emittedReport, next []parsedResult, deleted, partial, emitResolv
 			for i := range prev.results {
 				if _, kept := prevByKey[prev.results[i].key]; kept {
 					r := prev.result(i, cluster)
-					state.add(&r, prev.results[i].key, prev.results[i].id)
+					b.add(&r, prev.results[i].key, prev.results[i].id)
 				}
 			}
 			return out, state
@@ -163,9 +205,9 @@ func diff(prev *emittedReport, next []parsedResult, deleted, partial, emitResolv
 		// Keep the source's order for resolved records too, so the output is deterministic.
 		for i := range prev.results {
 			if _, gone := prevByKey[prev.results[i].key]; gone {
-				r := prev.result(i, cluster)
+				r := &parsedResult{Result: prev.result(i, cluster)}
 				r.State = policyresult.StateResolved
-				out = append(out, outRecord{result: r})
+				out = append(out, outRecord{r})
 			}
 		}
 	}
@@ -180,7 +222,14 @@ type wireReport struct {
 	Report          wireRef            `json:"p"`
 	Subjects        []wireRef          `json:"s,omitempty"`
 	Results         []wireStoredResult `json:"r,omitempty"`
+	Refused         *wireRefusal       `json:"t,omitempty"`
 	_               struct{}           `json:"-"`
+}
+
+type wireRefusal struct {
+	ResourceVersion string `json:"v"`
+	Records         int    `json:"n"`
+	Bytes           int64  `json:"b"`
 }
 
 type wireRef struct {
@@ -207,6 +256,11 @@ type wireStoredResult struct {
 func (e *emittedReport) MarshalJSON() ([]byte, error) {
 	w := wireReport{UID: e.UID, ResourceVersion: e.ResourceVersion,
 		Report: wireRef{Kind: e.report.Kind, Namespace: e.report.Namespace, Name: e.report.Name}}
+	if e.refused != nil {
+		w.Refused = &wireRefusal{ResourceVersion: e.refused.resourceVersion, Records: e.refused.size.records, Bytes: e.refused.size.bytes}
+	}
+	w.Subjects = make([]wireRef, 0, len(e.subjects))
+	w.Results = make([]wireStoredResult, 0, len(e.results))
 	for _, s := range e.subjects {
 		w.Subjects = append(w.Subjects, wireRef{APIVersion: s.APIVersion, Kind: s.Kind, Namespace: s.Namespace, Name: s.Name, UID: s.UID})
 	}
@@ -228,6 +282,10 @@ func (e *emittedReport) UnmarshalJSON(b []byte) error {
 	}
 	*e = emittedReport{UID: w.UID, ResourceVersion: w.ResourceVersion,
 		report: policyresult.Report{Kind: w.Report.Kind, Namespace: w.Report.Namespace, Name: w.Report.Name}}
+	if w.Refused != nil {
+		e.refused = &refusal{resourceVersion: w.Refused.ResourceVersion,
+			size: reportSize{records: w.Refused.Records, bytes: w.Refused.Bytes}}
+	}
 	for _, s := range w.Subjects {
 		e.subjects = append(e.subjects, policyresult.Resource{APIVersion: s.APIVersion, Kind: s.Kind, Namespace: s.Namespace, Name: s.Name, UID: s.UID})
 	}

@@ -18,13 +18,13 @@ func res(policy, name string, o policyresult.Outcome, msg string) parsedResult {
 		Cluster: "c1", Source: "kyverno", Policy: policy, Outcome: o, Message: msg,
 		Resource: policyresult.Resource{Kind: "Pod", Namespace: "shop", Name: name},
 		Report:   policyresult.Report{Kind: "PolicyReport", Namespace: "shop", Name: "r"},
-	}, body: []byte(`{"policy":"` + policy + `"}`)}
+	}, body: wholeBody([]byte(`{"policy":"` + policy + `"}`))}
 }
 
 func states(recs []outRecord) []string {
 	var out []string
 	for _, r := range recs {
-		out = append(out, string(r.result.State)+" "+r.result.Policy+" "+r.result.Resource.Name+" "+string(r.result.Outcome))
+		out = append(out, string(r.State)+" "+r.Policy+" "+r.Resource.Name+" "+string(r.Outcome))
 	}
 	return out
 }
@@ -41,7 +41,7 @@ func TestDiff(t *testing.T) {
 
 	recs, stored := diff(nil, []parsedResult{a, b}, false, false, true, "c1")
 	assert.Equal(t, []string{"new p1 a fail", "new p2 b pass"}, states(recs))
-	assert.Equal(t, `{"policy":"p1"}`, string(recs[0].body))
+	assert.Equal(t, `{"policy":"p1"}`, string(recs[0].body.bytes()))
 	assert.Len(t, stored.results, 2)
 	prev := stored
 
@@ -59,8 +59,8 @@ func TestDiff(t *testing.T) {
 	prev = stored
 	recs, _ = diff(prev, []parsedResult{a2, c}, false, false, true, "c1")
 	assert.Equal(t, []string{"resolved p2 b fail"}, states(recs))
-	assert.Equal(t, b2.Key(), recs[0].result.Key())
-	assert.Nil(t, recs[0].body)
+	assert.Equal(t, b2.Key(), recs[0].Key())
+	assert.True(t, recs[0].body.isZero())
 
 	// Without emit_resolved nothing is said, but the state still forgets the result.
 	recs, stored = diff(prev, []parsedResult{a2, c}, false, false, false, "c1")
@@ -90,7 +90,7 @@ func TestStoredResultKeepsIdentity(t *testing.T) {
 }
 
 func TestTrackerKeepsOnlyTheLatestVersionInArrivalOrder(t *testing.T) {
-	tr := newTracker(10, nil)
+	tr := newTracker(10, 1000, nil)
 	ctx := context.Background()
 	k1, k2 := objKey{policyReportGVR, "shop", "r1"}, objKey{policyReportGVR, "shop", "r2"}
 	require.NoError(t, tr.put(ctx, k1, &update{rv: "1"}))
@@ -134,7 +134,7 @@ func TestTrackerKeepsOnlyTheLatestVersionInArrivalOrder(t *testing.T) {
 }
 
 func TestTrackerPushesBackWhenFull(t *testing.T) {
-	tr := newTracker(1, nil)
+	tr := newTracker(1, 1000, nil)
 	ctx, cancel := context.WithCancel(context.Background())
 	require.NoError(t, tr.put(ctx, objKey{name: "a"}, &update{}))
 	// The same report may always be replaced...

@@ -15,6 +15,8 @@ type update struct {
 	adopt bool
 	// partial: results missing from this version are kept rather than resolved.
 	partial bool
+	// refused: this version fans out to more than the budget and was not read.
+	refused *reportSize
 	uid     string
 	rv      string
 	results []parsedResult
@@ -23,34 +25,36 @@ type update struct {
 // tracker sits between the watchers and the emitter. Watchers put the latest version of each report; the
 // emitter takes them in arrival order, diffs them against what was emitted and commits after the pipeline
 // accepted the records. Only the latest version of a report waits, so a burst of updates to one report costs
-// one diff, and the number of waiting reports is bounded, which pushes back on the watchers when the pipeline
-// is slower than the API server.
+// one diff, and the number of waiting reports and of their results is bounded, which pushes back on the
+// watchers when the pipeline is slower than the API server.
 type tracker struct {
-	mu         sync.Mutex
-	wake       *sync.Cond
-	pending    map[objKey]*update
-	order      []objKey
-	maxPending int
-	closed     bool
+	mu                sync.Mutex
+	wake              *sync.Cond
+	pending           map[objKey]*update
+	order             []objKey
+	maxPending        int
+	maxPendingResults int
+	pendingResults    int
+	closed            bool
 
 	// emitted is what downstream has received, per report. Only the emitter writes it.
 	emitted map[objKey]*emittedReport
 }
 
-func newTracker(maxPending int, emitted map[objKey]*emittedReport) *tracker {
+func newTracker(maxPending, maxPendingResults int, emitted map[objKey]*emittedReport) *tracker {
 	if emitted == nil {
 		emitted = map[objKey]*emittedReport{}
 	}
-	t := &tracker{pending: map[objKey]*update{}, emitted: emitted, maxPending: maxPending}
+	t := &tracker{pending: map[objKey]*update{}, emitted: emitted, maxPending: maxPending, maxPendingResults: maxPendingResults}
 	t.wake = sync.NewCond(&t.mu)
 	return t
 }
 
-// put records the latest version of a report, waiting while too many reports wait for the emitter.
+// put records the latest version of a report, waiting while too many reports or results wait for the emitter.
 func (t *tracker) put(ctx context.Context, k objKey, u *update) error {
 	t.mu.Lock()
 	defer t.mu.Unlock()
-	for !t.closed && len(t.pending) >= t.maxPending && t.pending[k] == nil {
+	for !t.closed && !t.roomLocked(k, u) {
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
@@ -63,12 +67,40 @@ func (t *tracker) put(ctx context.Context, k objKey, u *update) error {
 	return nil
 }
 
+// roomLocked says whether u may wait: within both bounds, or alone (one report may have as many results as
+// the budget allows, which is the bound on results).
+func (t *tracker) roomLocked(k objKey, u *update) bool {
+	old, waiting := t.pending[k]
+	others := len(t.pending)
+	results := t.pendingResults + len(u.results)
+	if waiting {
+		others--
+		results -= len(old.results)
+	}
+	return others == 0 || (others < t.maxPending && results <= t.maxPendingResults)
+}
+
 func (t *tracker) putLocked(k objKey, u *update) {
-	if _, waiting := t.pending[k]; !waiting {
+	if old, waiting := t.pending[k]; waiting {
+		t.pendingResults -= len(old.results)
+	} else {
 		t.order = append(t.order, k)
 	}
 	t.pending[k] = u
+	t.pendingResults += len(u.results)
 	t.wake.Broadcast()
+}
+
+// refused returns what version rv of a report fanned out to, when it was skipped as too large: the watcher
+// then skips it without reading it again.
+func (t *tracker) refused(k objKey, rv string) (reportSize, bool) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	e := t.emitted[k]
+	if rv == "" || e == nil || e.refused == nil || e.refused.resourceVersion != rv {
+		return reportSize{}, false
+	}
+	return e.refused.size, true
 }
 
 // remove records that a report is gone.
@@ -138,6 +170,7 @@ func (t *tracker) take(block bool) (objKey, *update, *emittedReport, bool) {
 	t.order = t.order[1:]
 	u := t.pending[k]
 	delete(t.pending, k)
+	t.pendingResults -= len(u.results)
 	t.wake.Broadcast()
 	return k, u, t.emitted[k], true
 }

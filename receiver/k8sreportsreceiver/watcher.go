@@ -188,7 +188,8 @@ func (w *watcher) watch(ctx context.Context, rv string) (string, error) {
 
 // handle parses one object and hands its results to the tracker. A malformed object is logged, counted and
 // skipped, and its previously emitted results are left as they are: a report that cannot be read is not a
-// report whose findings were fixed.
+// report whose findings were fixed. So is a report that fans out to more than the budget; its version is
+// remembered with the emitted state, so that it is skipped without being read again, here or after a restart.
 func (w *watcher) handle(ctx context.Context, raw json.RawMessage, seen map[objKey]struct{}) error {
 	obj, err := decodeObject(w.gvr, raw)
 	if err != nil {
@@ -205,18 +206,29 @@ func (w *watcher) handle(ctx context.Context, raw json.RawMessage, seen map[objK
 	if seen != nil {
 		seen[k] = struct{}{}
 	}
-	results, err := w.kind.parse(obj)
-	if err != nil {
+	budget := w.cfg.budget()
+	if size, refused := w.tracker.refused(k, obj.Metadata.ResourceVersion); refused && !budget.fits(size) {
+		w.problems.tooLarge(w, obj.ref(), &tooLargeError{size: size, budget: budget})
+		return nil
+	}
+	u := &update{kind: w.kind.name, uid: obj.Metadata.UID, rv: obj.Metadata.ResourceVersion}
+	results, err := w.kind.parse(obj, budget)
+	var tooLarge *tooLargeError
+	switch {
+	case errors.As(err, &tooLarge):
+		w.problems.tooLarge(w, obj.ref(), err)
+		u.refused = &tooLarge.size
+		return w.tracker.put(ctx, k, u)
+	case err != nil:
 		w.problems.malformed(w, obj.ref(), err)
 		return nil
 	}
 	for i := range results {
 		results[i].Cluster = w.cfg.ClusterName
 	}
-	return w.tracker.put(ctx, k, &update{
-		kind: w.kind.name, adopt: w.adoptFirstList && seen != nil, partial: obj.partial,
-		uid: obj.Metadata.UID, rv: obj.Metadata.ResourceVersion, results: results,
-	})
+	u.results, u.partial = results, obj.partial
+	u.adopt = w.adoptFirstList && seen != nil
+	return w.tracker.put(ctx, k, u)
 }
 
 // statusError recovers the API server's own error (for example "User x cannot list resource y") from a

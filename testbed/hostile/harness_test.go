@@ -228,6 +228,31 @@ func (tg *Target) Alive() {
 	require.Equal(tg.t, http.StatusOK, resp.StatusCode, "health check")
 }
 
+// WaitBounded waits until done returns nil, failing as soon as the collector exits or its peak resident memory
+// passes the bound: an attack that works is stopped before it takes the machine's memory.
+func (tg *Target) WaitBounded(timeout time.Duration, done func() error) {
+	tg.t.Helper()
+	deadline := time.Now().Add(timeout)
+	for {
+		select {
+		case <-tg.C.Exited():
+			tg.t.Fatalf("the collector exited:\n%s", tg.C.Output())
+		default:
+		}
+		if peak := tg.PeakMiB(); peak > tg.BoundMiB {
+			tg.t.Fatalf("peak resident memory %.0f MiB, over the bound of %.0f MiB", peak, tg.BoundMiB)
+		}
+		err := done()
+		if err == nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			tg.t.Fatalf("after %s: %v", timeout, err)
+		}
+		time.Sleep(250 * time.Millisecond)
+	}
+}
+
 // ResetPeak starts measuring a new peak of resident memory.
 func (tg *Target) ResetPeak() {
 	require.NoError(tg.t, procsample.ResetPeak(tg.C.Pid()))
@@ -312,7 +337,7 @@ func (tg *Target) Decisions() map[string]int {
 // WaitDecisions waits until every id was delivered.
 func (tg *Target) WaitDecisions(ids []string, timeout time.Duration) {
 	tg.t.Helper()
-	collectortest.Eventually(tg.t, timeout, func() error {
+	tg.WaitBounded(timeout, func() error {
 		got := tg.Decisions()
 		missing := 0
 		for _, id := range ids {
