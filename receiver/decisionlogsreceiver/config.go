@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 	"strconv"
+	"time"
 
 	"go.opentelemetry.io/collector/config/confighttp"
 	"go.opentelemetry.io/collector/config/configoptional"
@@ -36,8 +38,16 @@ type Config struct {
 	IncludeInput bool `mapstructure:"include_input"`
 	// MaxInputBytes drops inputs larger than this from records that include inputs.
 	MaxInputBytes int `mapstructure:"max_input_bytes"`
-	// MaxBatchRecords bounds the records of one ConsumeLogs call from a stream.
+	// MaxBatchRecords bounds the records of one ConsumeLogs call.
 	MaxBatchRecords int `mapstructure:"max_batch_records"`
+	// MaxBatchBytes bounds the estimated memory of the records of one ConsumeLogs call (and, on streams, of the
+	// lines they hold); an event that alone would exceed it is rejected.
+	MaxBatchBytes int `mapstructure:"max_batch_bytes"`
+	// MaxConcurrentBatches bounds the batches built and handed to the pipeline at once, over all listeners.
+	MaxConcurrentBatches int `mapstructure:"max_concurrent_batches"`
+	// MaxObjectMembers bounds the members of any object in a record's body: building a map takes time
+	// quadratic in its members.
+	MaxObjectMembers int `mapstructure:"max_object_members"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -55,6 +65,14 @@ type NDJSONConfig struct {
 	Format string `mapstructure:"format"`
 	// MaxLineBytes bounds one line; longer lines are skipped and counted.
 	MaxLineBytes int `mapstructure:"max_line_bytes"`
+	// MaxConnections bounds the open connections; more are closed as they come.
+	MaxConnections int `mapstructure:"max_connections"`
+	// LineTimeout bounds the time from a line's first byte to its newline.
+	LineTimeout time.Duration `mapstructure:"line_timeout"`
+	// IdleTimeout closes a connection that sent nothing for this long between lines.
+	IdleTimeout time.Duration `mapstructure:"idle_timeout"`
+	// HandshakeTimeout bounds the TLS handshake of a tcp listener with tls.
+	HandshakeTimeout time.Duration `mapstructure:"handshake_timeout"`
 	// TLS secures a tcp listener.
 	TLS configoptional.Optional[configtls.ServerConfig] `mapstructure:"tls"`
 
@@ -67,6 +85,14 @@ type OPAConfig struct {
 	ServerConfig confighttp.ServerConfig `mapstructure:",squash"`
 	// Path is where OPA posts; OPA's default resource is /logs.
 	Path string `mapstructure:"path"`
+	// MaxEventsPerRequest bounds the events of one upload.
+	MaxEventsPerRequest int `mapstructure:"max_events_per_request"`
+	// MaxConcurrentRequests bounds the memory of the upload bodies read and decoded at once to this many bodies of
+	// max_request_body_size.
+	MaxConcurrentRequests int `mapstructure:"max_concurrent_requests"`
+	// MaxConnections bounds the connections held at once, idle keep-alive ones included; more are closed as they
+	// come.
+	MaxConnections int `mapstructure:"max_connections"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -77,23 +103,59 @@ func (c *Config) Unmarshal(conf *confmap.Conf) error {
 	if err := conf.Unmarshal(c); err != nil {
 		return err
 	}
-	d := defaultNDJSON()
 	for i := range c.NDJSON {
-		l := &c.NDJSON[i]
-		if l.Transport == "" {
-			l.Transport = d.Transport
-		}
-		if l.SocketMode == "" {
-			l.SocketMode = d.SocketMode
-		}
-		if l.Format == "" {
-			l.Format = d.Format
-		}
-		if l.MaxLineBytes == 0 {
-			l.MaxLineBytes = d.MaxLineBytes
-		}
+		c.NDJSON[i].setDefaults()
 	}
 	return nil
+}
+
+// withDefaults is the configuration the receiver runs: every limit left unset (zero), as in configurations
+// built in code, has its default, so that no listener runs without one.
+func (c *Config) withDefaults() *Config {
+	cp := *c
+	cp.NDJSON = slices.Clone(c.NDJSON)
+	for i := range cp.NDJSON {
+		cp.NDJSON[i].setDefaults()
+	}
+	if o := c.OPA.Get(); o != nil {
+		oc := *o
+		oc.setDefaults()
+		cp.OPA = configoptional.Some(oc)
+	}
+	d := createDefaultConfig().(*Config)
+	setDefault(&cp.MaxBatchBytes, d.MaxBatchBytes)
+	setDefault(&cp.MaxConcurrentBatches, d.MaxConcurrentBatches)
+	setDefault(&cp.MaxObjectMembers, d.MaxObjectMembers)
+	return &cp
+}
+
+func (c *NDJSONConfig) setDefaults() {
+	d := defaultNDJSON()
+	setDefault(&c.Transport, d.Transport)
+	setDefault(&c.SocketMode, d.SocketMode)
+	setDefault(&c.Format, d.Format)
+	setDefault(&c.MaxLineBytes, d.MaxLineBytes)
+	setDefault(&c.MaxConnections, d.MaxConnections)
+	setDefault(&c.LineTimeout, d.LineTimeout)
+	setDefault(&c.IdleTimeout, d.IdleTimeout)
+	setDefault(&c.HandshakeTimeout, d.HandshakeTimeout)
+}
+
+func (o *OPAConfig) setDefaults() {
+	d := defaultOPA()
+	setDefault(&o.MaxEventsPerRequest, d.MaxEventsPerRequest)
+	setDefault(&o.MaxConcurrentRequests, d.MaxConcurrentRequests)
+	setDefault(&o.MaxConnections, d.MaxConnections)
+	setDefault(&o.ServerConfig.MaxRequestBodySize, d.ServerConfig.MaxRequestBodySize)
+	setDefault(&o.ServerConfig.ReadTimeout, d.ServerConfig.ReadTimeout)
+}
+
+// setDefault gives *v the default d when it is unset.
+func setDefault[T comparable](v *T, d T) {
+	var zero T
+	if *v == zero {
+		*v = d
+	}
 }
 
 func (c *NDJSONConfig) name() string { return c.Transport + ":" + c.Endpoint }
@@ -141,6 +203,10 @@ func (c *Config) Validate() error {
 		if l.MaxLineBytes < 1024 {
 			errs = append(errs, fmt.Errorf("%smax_line_bytes must be at least 1024, got %d", prefix, l.MaxLineBytes))
 		}
+		errs = appendNegative(errs, prefix+"max_connections", l.MaxConnections)
+		errs = appendNegative(errs, prefix+"line_timeout", l.LineTimeout)
+		errs = appendNegative(errs, prefix+"idle_timeout", l.IdleTimeout)
+		errs = appendNegative(errs, prefix+"handshake_timeout", l.HandshakeTimeout)
 	}
 	if generic {
 		if c.Generic == (GenericMapping{}) {
@@ -149,8 +215,8 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("generic: %w", err))
 		}
 	}
-	if opa := c.OPA.Get(); opa != nil && (opa.Path == "" || opa.Path[0] != '/') {
-		errs = append(errs, fmt.Errorf("opa::path must start with /, got %q", opa.Path))
+	if opa := c.OPA.Get(); opa != nil {
+		errs = append(errs, opa.validate()...)
 	}
 	if c.MaxInputBytes < 0 {
 		errs = append(errs, fmt.Errorf("max_input_bytes must not be negative, got %d", c.MaxInputBytes))
@@ -158,5 +224,36 @@ func (c *Config) Validate() error {
 	if c.MaxBatchRecords <= 0 {
 		errs = append(errs, fmt.Errorf("max_batch_records must be positive, got %d", c.MaxBatchRecords))
 	}
+	// Below this, an ordinary decision (a few KiB as a record) could hardly be delivered.
+	if c.MaxBatchBytes != 0 && c.MaxBatchBytes < minBatchBytes {
+		errs = append(errs, fmt.Errorf("max_batch_bytes must be at least %d, got %d", minBatchBytes, c.MaxBatchBytes))
+	}
+	errs = appendNegative(errs, "max_concurrent_batches", c.MaxConcurrentBatches)
+	errs = appendNegative(errs, "max_object_members", c.MaxObjectMembers)
 	return errors.Join(errs...)
+}
+
+const minBatchBytes = 64 << 10
+
+// appendNegative checks a limit for which 0 means its default; there is no value that means "no limit".
+func appendNegative[T int | int64 | time.Duration](errs []error, key string, v T) []error {
+	if v < 0 {
+		return append(errs, fmt.Errorf("%s must not be negative, got %v", key, v))
+	}
+	return errs
+}
+
+func (o *OPAConfig) validate() []error {
+	var errs []error
+	if o.Path == "" || o.Path[0] != '/' {
+		errs = append(errs, fmt.Errorf("opa::path must start with /, got %q", o.Path))
+	}
+	errs = appendNegative(errs, "opa::max_events_per_request", o.MaxEventsPerRequest)
+	errs = appendNegative(errs, "opa::max_concurrent_requests", o.MaxConcurrentRequests)
+	errs = appendNegative(errs, "opa::max_connections", o.MaxConnections)
+	// confighttp reads 0 as "no limit" for these; here 0 is the default, since no limit would let a trickled
+	// body hold its turn forever, or an upload decompress to confighttp's 20 MiB.
+	errs = appendNegative(errs, "opa::read_timeout", o.ServerConfig.ReadTimeout)
+	errs = appendNegative(errs, "opa::max_request_body_size", o.ServerConfig.MaxRequestBodySize)
+	return errs
 }

@@ -221,7 +221,9 @@ func withoutPath(obj []byte, ms jsonMembers, path []string) (body, removed []byt
 	removed, _ = ms.pathValue(path)
 	for i := range ms {
 		if string(ms[i].name()) == path[0] {
-			return appendJSONWithout(make([]byte, 0, len(obj)), obj, ms, path), removed
+			// Sized without the removed value: the body outlives the event's bytes, and a large input cut
+			// out must not stay allocated as the body's spare capacity.
+			return appendJSONWithout(make([]byte, 0, len(obj)-len(removed)), obj, ms, path), removed
 		}
 	}
 	return obj, removed

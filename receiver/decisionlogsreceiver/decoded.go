@@ -15,6 +15,8 @@ type decoded struct {
 	body json.RawMessage
 	// input is the event's input as JSON, or nil when it has none.
 	input json.RawMessage
+	// withInput says the input goes into the record's body, as the receiver's price decided.
+	withInput bool
 }
 
 // decodeFunc decodes one JSON event. The error names the field that is wrong; the caller adds the line or

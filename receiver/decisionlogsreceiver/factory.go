@@ -2,6 +2,7 @@ package decisionlogsreceiver // import "github.com/otelcol-policy/otelcol-policy
 
 import (
 	"context"
+	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/confighttp"
@@ -18,9 +19,22 @@ func NewFactory() receiver.Factory {
 		receiver.WithLogs(createLogs, metadata.LogsStability))
 }
 
+// The defaults bound what the receiver can hold at once; README.md ("Memory and time bounds") adds them up.
+
 // defaultNDJSON fills the defaults of a listener entry; lists are not merged with a default config.
 func defaultNDJSON() NDJSONConfig {
-	return NDJSONConfig{Transport: "unix", SocketMode: "0660", Format: FormatAuto, MaxLineBytes: 1 << 20}
+	return NDJSONConfig{
+		Transport: "unix", SocketMode: "0660", Format: FormatAuto, MaxLineBytes: 1 << 20,
+		// Producers are a few per node or cluster (Gatekeeper's pods, a forwarder); each connection may hold a
+		// line up to max_line_bytes and a batch up to max_batch_bytes.
+		MaxConnections: 16,
+		// Producers write whole lines: a line that takes seconds to arrive is held open on purpose.
+		LineTimeout: 10 * time.Second,
+		// Long enough for a quiet producer (Gatekeeper audits every minute), short enough that abandoned
+		// connections give their place back.
+		IdleTimeout:      time.Hour,
+		HandshakeTimeout: 10 * time.Second,
+	}
 }
 
 // defaultOPA is what `opa:` alone configures.
@@ -28,15 +42,29 @@ func defaultOPA() OPAConfig {
 	sc := confighttp.NewDefaultServerConfig()
 	// Not 8181: that is OPA's own port, and OPA often runs beside the collector.
 	sc.NetAddr.Endpoint = "127.0.0.1:8182"
-	sc.MaxRequestBodySize = 32 << 20
-	return OPAConfig{ServerConfig: sc, Path: "/logs"}
+	// Decompressed. OPA uploads chunks of upload_size_limit_bytes (32 KiB) of gzip, about 1 MiB of JSON.
+	sc.MaxRequestBodySize = 8 << 20
+	// OPA waits 10 s for an answer (response_header_timeout_seconds) and uploads 32 KiB: a body that takes
+	// longer than this is trickled, and would hold one of the few upload turns.
+	sc.ReadHeaderTimeout = 10 * time.Second
+	sc.ReadTimeout = 15 * time.Second
+	return OPAConfig{ServerConfig: sc, Path: "/logs", MaxEventsPerRequest: 10000, MaxConcurrentRequests: 2,
+		MaxConnections: defaultOPAMaxConnections}
 }
+
+// defaultOPAMaxConnections: OPA keeps one connection to its service, so a node's OPAs need a few; a connection
+// costs some tens of KiB (a goroutine and its buffers) until read_header_timeout or the idle timeout closes it.
+const defaultOPAMaxConnections = 256
 
 func createDefaultConfig() component.Config {
 	return &Config{
-		OPA:             configoptional.Default(defaultOPA()),
-		MaxInputBytes:   64 << 10,
-		MaxBatchRecords: 1000,
+		OPA:                  configoptional.Default(defaultOPA()),
+		MaxInputBytes:        64 << 10,
+		MaxBatchRecords:      1000,
+		MaxBatchBytes:        4 << 20,
+		MaxConcurrentBatches: 2,
+		// 1,000² steps take about a millisecond; real events have maps of a few dozen members.
+		MaxObjectMembers: 1000,
 	}
 }
 

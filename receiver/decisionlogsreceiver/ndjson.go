@@ -10,7 +10,6 @@ import (
 	"io"
 	"net"
 	"os"
-	"path/filepath"
 	"sync"
 	"time"
 
@@ -23,11 +22,13 @@ import (
 
 // ndjsonListener accepts stream connections and reads one JSON event per line from each. Every connection is
 // read by its own goroutine and stops reading while the pipeline refuses its batch, so a slow or refused
-// producer blocks only itself, and memory holds at most one batch per connection.
+// producer blocks only itself. A connection holds at most a line (max_line_bytes), a read buffer and a batch
+// (max_batch_bytes), and a listener at most max_connections connections.
 type ndjsonListener struct {
 	r       *decisionsReceiver
 	cfg     *NDJSONConfig
 	ln      net.Listener
+	sock    *unixSocket
 	decode  decodeFunc
 	obs     *receiverhelper.ObsReport
 	limiter logLimiter
@@ -36,6 +37,9 @@ type ndjsonListener struct {
 	conns  map[net.Conn]struct{}
 	closed bool
 }
+
+// readBufferSize is each connection's read buffer. Longer lines are read through it in pieces.
+const readBufferSize = 64 << 10
 
 func (r *decisionsReceiver) listen(cfg *NDJSONConfig) (*ndjsonListener, error) {
 	l := &ndjsonListener{r: r, cfg: cfg, conns: map[net.Conn]struct{}{}}
@@ -56,8 +60,13 @@ func (r *decisionsReceiver) listen(cfg *NDJSONConfig) (*ndjsonListener, error) {
 		return nil, err
 	}
 	l.obs = obs
-	if l.ln, err = openListener(cfg); err != nil {
-		return nil, err
+	if cfg.Transport == "unix" {
+		l.ln, l.sock, err = listenUnix(cfg)
+	} else {
+		l.ln, err = listenTCP(cfg)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("ndjson listener %s: %w", cfg.name(), err)
 	}
 	r.wg.Add(1)
 	go func() {
@@ -67,45 +76,18 @@ func (r *decisionsReceiver) listen(cfg *NDJSONConfig) (*ndjsonListener, error) {
 	return l, nil
 }
 
-func openListener(cfg *NDJSONConfig) (net.Listener, error) {
-	if cfg.Transport == "tcp" {
-		ln, err := net.Listen("tcp", cfg.Endpoint)
-		if err != nil {
-			return nil, fmt.Errorf("ndjson listener %s: %w", cfg.name(), err)
-		}
-		if tlsCfg := cfg.TLS.Get(); tlsCfg != nil {
-			tc, err := tlsCfg.LoadTLSConfig(context.Background())
-			if err != nil {
-				ln.Close()
-				return nil, fmt.Errorf("ndjson listener %s: tls: %w", cfg.name(), err)
-			}
-			ln = tls.NewListener(ln, tc)
-		}
-		return ln, nil
-	}
-	mode, err := cfg.socketMode()
+func listenTCP(cfg *NDJSONConfig) (net.Listener, error) {
+	ln, err := net.Listen("tcp", cfg.Endpoint)
 	if err != nil {
 		return nil, err
 	}
-	if err := os.MkdirAll(filepath.Dir(cfg.Endpoint), 0o750); err != nil {
-		return nil, fmt.Errorf("ndjson listener %s: %w", cfg.name(), err)
-	}
-	// A socket left behind by a previous run is removed; any other file at the path is not ours to delete.
-	if st, err := os.Lstat(cfg.Endpoint); err == nil {
-		if st.Mode()&os.ModeSocket == 0 {
-			return nil, fmt.Errorf("ndjson listener %s: %s exists and is not a socket", cfg.name(), cfg.Endpoint)
+	if tlsCfg := cfg.TLS.Get(); tlsCfg != nil {
+		tc, err := tlsCfg.LoadTLSConfig(context.Background())
+		if err != nil {
+			ln.Close()
+			return nil, fmt.Errorf("tls: %w", err)
 		}
-		if err := os.Remove(cfg.Endpoint); err != nil {
-			return nil, fmt.Errorf("ndjson listener %s: removing the stale socket: %w", cfg.name(), err)
-		}
-	}
-	ln, err := net.Listen("unix", cfg.Endpoint)
-	if err != nil {
-		return nil, fmt.Errorf("ndjson listener %s: %w", cfg.name(), err)
-	}
-	if err := os.Chmod(cfg.Endpoint, mode); err != nil {
-		ln.Close()
-		return nil, fmt.Errorf("ndjson listener %s: socket_mode: %w", cfg.name(), err)
+		ln = tls.NewListener(ln, tc)
 	}
 	return ln, nil
 }
@@ -128,6 +110,13 @@ func (l *ndjsonListener) accept() {
 			c.Close()
 			return
 		}
+		if len(l.conns) >= l.cfg.MaxConnections {
+			l.mu.Unlock()
+			l.r.rejected(&l.limiter, l.cfg.name(), "too_many_connections", 1, zap.Int("max_connections", l.cfg.MaxConnections))
+			// Closed at once: the producer sees its connection end and can retry.
+			c.Close()
+			continue
+		}
 		l.conns[c] = struct{}{}
 		l.mu.Unlock()
 		l.r.wg.Add(1)
@@ -146,8 +135,8 @@ func (l *ndjsonListener) close() error {
 	}
 	l.mu.Unlock()
 	err := l.ln.Close()
-	if l.cfg.Transport == "unix" {
-		_ = os.Remove(l.cfg.Endpoint)
+	if l.sock != nil {
+		l.sock.release()
 	}
 	return err
 }
@@ -166,38 +155,44 @@ func (l *ndjsonListener) serve(c net.Conn) {
 		delete(l.conns, c)
 		l.mu.Unlock()
 	}()
-	br := bufio.NewReaderSize(c, 256<<10)
-	batch := make([]decoded, 0, 64)
+	if tc, ok := c.(*tls.Conn); ok && !l.handshake(tc) {
+		return
+	}
+	dc := &deadlineConn{Conn: c, idle: l.cfg.IdleTimeout, line: l.cfg.LineTimeout}
+	br := bufio.NewReaderSize(dc, readBufferSize)
+	var b batch
 	var lines arena
 	lineNo := 0
 	for {
+		dc.nextLine(br.Buffered())
 		line, tooLong, err := readLine(br, l.cfg.MaxLineBytes, &lines)
-		if tooLong {
+		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			// What arrived of the line is dropped: it is no event.
+			l.timedOut(dc, lineNo+1)
+		case tooLong:
 			lineNo++
 			l.r.rejected(&l.limiter, l.cfg.name(), "line_too_long", 1, zap.Int("line", lineNo), zap.Int("max_line_bytes", l.cfg.MaxLineBytes))
-		} else if line = bytes.TrimSpace(line); len(line) > 0 {
-			lineNo++
-			ev, derr := l.decode(line)
-			if errors.Is(derr, errNotDecision) {
-				// Gatekeeper's audit_started lines, or JSON that is no decision at all: counted apart from
-				// malformed events, and not logged, since a shared stream may carry them routinely.
-				l.r.telemetry.ReceiverDecisionLogsRejected.Add(context.Background(), 1, metric.WithAttributes(
-					attribute.String("listener", l.cfg.name()), attribute.String("reason", "not_decision")))
-			} else if derr != nil {
-				l.r.rejected(&l.limiter, l.cfg.name(), "event", 1, zap.Int("line", lineNo), zap.Error(derr))
-			} else {
-				batch = append(batch, ev)
+		default:
+			if line = bytes.TrimSpace(line); len(line) > 0 {
+				lineNo++
+				if ev, cost, ok := l.decodeLine(line, lineNo); ok {
+					if !b.fits(l.r.cfg, cost) {
+						if !l.flush(&b, &lines, dc) {
+							return
+						}
+					}
+					b.add(ev, cost)
+				}
 			}
 		}
-		if len(batch) > 0 && (len(batch) >= l.r.cfg.MaxBatchRecords || br.Buffered() == 0 || err != nil) {
-			if !l.flush(batch) {
+		if len(b.events) > 0 && (len(b.events) >= l.r.cfg.MaxBatchRecords || br.Buffered() == 0 || err != nil) {
+			if !l.flush(&b, &lines, dc) {
 				return
 			}
-			batch = batch[:0]
-			lines.reset()
 		}
 		if err != nil {
-			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, net.ErrClosed) && !errors.Is(err, os.ErrDeadlineExceeded) {
 				l.r.set.Logger.Debug("Decision stream connection ended", zap.String("listener", l.cfg.name()), zap.Error(err))
 			}
 			return
@@ -205,8 +200,116 @@ func (l *ndjsonListener) serve(c net.Conn) {
 	}
 }
 
-// flush hands the batch to the pipeline, retrying while it refuses; false when the receiver stops first.
-func (l *ndjsonListener) flush(batch []decoded) bool {
+// handshake completes a TLS handshake within handshake_timeout, so that a client that never finishes one
+// does not keep its connection.
+func (l *ndjsonListener) handshake(tc *tls.Conn) bool {
+	ctx, cancel := context.WithTimeout(l.r.stopping, l.cfg.HandshakeTimeout)
+	defer cancel()
+	if err := tc.HandshakeContext(ctx); err != nil {
+		if l.r.stopping.Err() == nil {
+			l.r.rejected(&l.limiter, l.cfg.name(), "tls_handshake", 1, zap.Error(err))
+		}
+		return false
+	}
+	return true
+}
+
+// timedOut counts a connection closed by line_timeout (in the middle of line lineNo) or idle_timeout.
+func (l *ndjsonListener) timedOut(dc *deadlineConn, lineNo int) {
+	if dc.inLine() {
+		l.r.rejected(&l.limiter, l.cfg.name(), "line_timeout", 1, zap.Int("line", lineNo), zap.Duration("line_timeout", l.cfg.LineTimeout))
+		return
+	}
+	l.r.rejected(&l.limiter, l.cfg.name(), "idle_timeout", 1, zap.Duration("idle_timeout", l.cfg.IdleTimeout))
+}
+
+// decodeLine decodes and prices one line; false when it is counted as rejected instead. The line's bytes are
+// part of its price: the batch holds them until it is handed over.
+func (l *ndjsonListener) decodeLine(line []byte, lineNo int) (decoded, int, bool) {
+	ev, err := l.decode(line)
+	if errors.Is(err, errNotDecision) {
+		// Gatekeeper's audit_started lines, or JSON that is no decision at all: counted apart from
+		// malformed events, and not logged, since a shared stream may carry them routinely.
+		l.r.telemetry.ReceiverDecisionLogsRejected.Add(context.Background(), 1, metric.WithAttributes(
+			attribute.String("listener", l.cfg.name()), attribute.String("reason", "not_decision")))
+		return decoded{}, 0, false
+	}
+	if err != nil {
+		l.r.rejected(&l.limiter, l.cfg.name(), "event", 1, zap.Int("line", lineNo), zap.Error(err))
+		return decoded{}, 0, false
+	}
+	cost, err := l.r.price(&ev)
+	if err != nil {
+		l.r.rejected(&l.limiter, l.cfg.name(), "event_too_large", 1, zap.Int("line", lineNo), zap.Error(err))
+		return decoded{}, 0, false
+	}
+	return ev, cost + len(line), true
+}
+
+// deadlineConn sets a read deadline before each read: idle_timeout from now between lines, line_timeout from
+// the arrival of a line's first byte within one.
+type deadlineConn struct {
+	net.Conn
+	idle, line time.Duration
+	// lineStart is when the line being read began to arrive; zero between lines.
+	lineStart time.Time
+	// lastRead is when the last read returned data.
+	lastRead time.Time
+}
+
+// nextLine is called before each line is read, with what the reader holds of it already: bytes that arrived
+// with the last read.
+func (d *deadlineConn) nextLine(buffered int) {
+	if buffered == 0 {
+		d.lineStart = time.Time{}
+	} else {
+		d.lineStart = d.lastRead
+	}
+}
+
+// resume restarts the line's clock after the connection was not read for a while (back-pressure): the
+// producer's time to send the rest starts when the collector reads again.
+func (d *deadlineConn) resume() {
+	d.lastRead = time.Now()
+	if !d.lineStart.IsZero() {
+		d.lineStart = d.lastRead
+	}
+}
+
+func (d *deadlineConn) inLine() bool { return !d.lineStart.IsZero() }
+
+func (d *deadlineConn) Read(p []byte) (int, error) {
+	now := time.Now()
+	deadline := now.Add(d.idle)
+	if d.inLine() {
+		deadline = d.lineStart.Add(d.line)
+	}
+	if err := d.SetReadDeadline(deadline); err != nil {
+		return 0, err
+	}
+	n, err := d.Conn.Read(p)
+	if n > 0 {
+		d.lastRead = time.Now()
+		if d.lineStart.IsZero() {
+			d.lineStart = d.lastRead
+		}
+	}
+	return n, err
+}
+
+// flush hands the batch to the pipeline, retrying while it refuses, and empties it with the lines it held;
+// false when the receiver stops first.
+func (l *ndjsonListener) flush(b *batch, lines *arena, dc *deadlineConn) bool {
+	if !l.deliver(b.events) {
+		return false
+	}
+	b.reset()
+	lines.reset()
+	dc.resume()
+	return true
+}
+
+func (l *ndjsonListener) deliver(batch []decoded) bool {
 	delay := 10 * time.Millisecond
 	for {
 		err := l.r.consume(l.r.stopping, l.obs, l.cfg.Format, batch)

@@ -35,15 +35,21 @@ type decisionsReceiver struct {
 
 	listeners []*ndjsonListener
 	server    *http.Server
+	// building holds the max_concurrent_batches turns to build records and hand them to the pipeline.
+	building slots
 }
 
 func newReceiver(cfg *Config, set receiver.Settings, next consumer.Logs) (*decisionsReceiver, error) {
+	cfg = cfg.withDefaults()
 	tb, err := metadata.NewTelemetryBuilder(set.TelemetrySettings)
 	if err != nil {
 		return nil, err
 	}
 	ctx, cancel := context.WithCancel(context.Background())
-	return &decisionsReceiver{cfg: cfg, set: set, next: next, telemetry: tb, stopping: ctx, stop: cancel}, nil
+	return &decisionsReceiver{
+		cfg: cfg, set: set, next: next, telemetry: tb, stopping: ctx, stop: cancel,
+		building: newSlots(cfg.MaxConcurrentBatches),
+	}, nil
 }
 
 func (r *decisionsReceiver) Start(ctx context.Context, host component.Host) error {
@@ -71,6 +77,8 @@ func (r *decisionsReceiver) Shutdown(ctx context.Context) error {
 	for _, l := range r.listeners {
 		errs = append(errs, l.close())
 	}
+	// A second Shutdown (the collector's, after a Start that failed and shut down) has nothing left to close.
+	r.server, r.listeners = nil, nil
 	r.wg.Wait()
 	r.telemetry.Shutdown()
 	return errors.Join(errs...)
@@ -108,7 +116,7 @@ func (r *decisionsReceiver) toLogs(batch []decoded) plog.Logs {
 			continue
 		}
 		lr.Attributes().PutInt(policyresult.AttrDecisionInputBytes, int64(len(ev.input)))
-		if !r.cfg.IncludeInput || len(ev.input) > r.cfg.MaxInputBytes || lr.Body().Type() != pcommon.ValueTypeMap {
+		if !ev.withInput || lr.Body().Type() != pcommon.ValueTypeMap {
 			lr.Attributes().PutBool(policyresult.AttrDecisionInputOmit, true)
 			continue
 		}
@@ -120,8 +128,13 @@ func (r *decisionsReceiver) toLogs(batch []decoded) plog.Logs {
 	return ld
 }
 
-// consume hands a batch to the pipeline through the receiver's observability wrapper.
+// consume builds the records of a batch and hands them to the pipeline through the receiver's observability
+// wrapper, in one of the max_concurrent_batches turns, waited for while ctx lasts.
 func (r *decisionsReceiver) consume(ctx context.Context, obs *receiverhelper.ObsReport, format string, batch []decoded) error {
+	if !r.building.acquire(ctx) {
+		return ctx.Err()
+	}
+	defer r.building.release()
 	ctx = obs.StartLogsOp(ctx)
 	err := r.next.ConsumeLogs(ctx, r.toLogs(batch))
 	obs.EndLogsOp(ctx, format, len(batch), err)

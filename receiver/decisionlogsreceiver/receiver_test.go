@@ -27,14 +27,31 @@ import (
 	"github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver/internal/metadatatest"
 )
 
-// refusingSink refuses (a retryable error, as memory_limiter does) while refusing is set.
+// refusingSink refuses (a retryable error, as memory_limiter does) while refusing is set. With a gate, each
+// call says so on entered and waits for a value on gate; inflight and maxInflight count the calls inside.
 type refusingSink struct {
 	consumertest.LogsSink
 	refusing atomic.Bool
 	refused  atomic.Int64
+
+	gate, entered         chan struct{}
+	inflight, maxInflight atomic.Int64
+}
+
+// gated makes every later call wait for the test (set before the receiver gets data).
+func (s *refusingSink) gated() {
+	s.gate, s.entered = make(chan struct{}), make(chan struct{}, 1000)
 }
 
 func (s *refusingSink) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
+	n := s.inflight.Add(1)
+	defer s.inflight.Add(-1)
+	for m := s.maxInflight.Load(); n > m && !s.maxInflight.CompareAndSwap(m, n); m = s.maxInflight.Load() {
+	}
+	if s.gate != nil {
+		s.entered <- struct{}{}
+		<-s.gate
+	}
 	if s.refusing.Load() {
 		s.refused.Add(1)
 		return errors.New("data refused due to high memory usage")
@@ -186,6 +203,8 @@ func TestNDJSONOverTCPManyConnectionsAndAStalledOne(t *testing.T) {
 	cfg := createDefaultConfig().(*Config)
 	l := defaultNDJSON()
 	l.Transport, l.Endpoint = "tcp", "127.0.0.1:0"
+	const conns, perConn = 200, 25
+	l.MaxConnections = conns + 1
 	cfg.NDJSON = []NDJSONConfig{l}
 	tr := startReceiver(t, cfg)
 	addr := tr.rcv.listeners[0].ln.Addr().String()
@@ -197,7 +216,6 @@ func TestNDJSONOverTCPManyConnectionsAndAStalledOne(t *testing.T) {
 	_, err = stalled.Write([]byte(`{"eventType":"violation_aud`))
 	require.NoError(t, err)
 
-	const conns, perConn = 200, 25
 	var wg sync.WaitGroup
 	for c := range conns {
 		wg.Add(1)

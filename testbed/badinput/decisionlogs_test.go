@@ -369,7 +369,7 @@ func TestNDJSONStreamBadInput(t *testing.T) {
 		{
 			name: "a 2 MiB line over max_line_bytes (1 MiB), then a good line",
 			data: []byte(line("before") + `{"eventType":"violation_admission","resourceName":"` + strings.Repeat("x", 2*mib) + "\"}\n" + line("next")),
-			// The long line is consumed in the reader's 256 KiB pieces, never held whole.
+			// The long line is consumed in the reader's 64 KiB pieces, never held whole.
 			reasons: map[string]int64{"line_too_long": 1}, names: []string{"before", "next"},
 			maxAlloc: 16 * mib,
 		},

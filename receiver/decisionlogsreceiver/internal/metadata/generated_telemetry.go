@@ -67,7 +67,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	errs = errors.Join(errs, err)
 	builder.ReceiverDecisionLogsRejected, err = builder.meter.Int64Counter(
 		"otelcol_receiver_decision_logs_rejected",
-		metric.WithDescription("Lines, events or requests rejected, by reason; the connection or endpoint keeps going. [Development]"),
+		metric.WithDescription("Lines, events, requests or connections rejected, by reason; the listener or endpoint keeps going. [Development]"),
 		metric.WithUnit("{item}"),
 	)
 	errs = errors.Join(errs, err)

@@ -40,7 +40,7 @@ func AssertEqualReceiverDecisionLogsConnections(t *testing.T, tt *componenttest.
 func AssertEqualReceiverDecisionLogsRejected(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_receiver_decision_logs_rejected",
-		Description: "Lines, events or requests rejected, by reason; the connection or endpoint keeps going. [Development]",
+		Description: "Lines, events, requests or connections rejected, by reason; the listener or endpoint keeps going. [Development]",
 		Unit:        "{item}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,
