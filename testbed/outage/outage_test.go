@@ -187,8 +187,10 @@ service:
     logs:
       receivers: [%s]
       exporters: [%s]
+  # Info: exporterhelper logs each failed attempt it will retry only at info, and that is the one account of why
+  # a queue does not drain (a run of the suite once saw the s3 queue stay full after MinIO was back).
   telemetry:
     logs:
-      level: warn
+      level: info
 %s`, healthPort, storageDir, d.receiverConfig(inPort), d.exporter, queueBytes, d.receiver, d.name, collectortest.MetricsTelemetry(metricsPort))
 }

@@ -73,3 +73,12 @@ func TestDeliverySummaryTable(t *testing.T) {
 		}
 	}
 }
+
+func TestSummaryLeavesOutAttacks(t *testing.T) {
+	rows := summaryRows([]deliveryResult{{Package: "hostile", Present: true, Passed: true, Files: []resultFile{
+		{Name: "hostile-gzip_bomb-default-full.json", Data: json.RawMessage(`{"attack":"gzip_bomb","config":"default","peak_rss_mib":81.5,"bound_mib":256}`)},
+	}}})
+	if len(rows) != 0 {
+		t.Errorf("an attack in the delivery summary: %+v", rows)
+	}
+}
