@@ -272,6 +272,14 @@ func (tr *testReceiver) settle(versions ...seenVersion) {
 	})
 }
 
+// waitDiscovered waits until discovery answered for gvr: its kind is not served, or its watcher listed it.
+func (tr *testReceiver) waitDiscovered(gvr schema.GroupVersionResource) {
+	tr.t.Helper()
+	tr.progress.wait(tr.t, 30*time.Second, func() bool {
+		return tr.progress.logged(msgKindNotServed) || tr.progress.reached(seenVersion{gvr: gvr})
+	}, func() string { return "discovery did not answer for " + gvr.String() })
+}
+
 // waitLog waits until the receiver logged msg.
 func (tr *testReceiver) waitLog(msg string) {
 	tr.t.Helper()
