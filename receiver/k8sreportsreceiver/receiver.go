@@ -69,7 +69,7 @@ func newReceiver(cfg *Config, set receiver.Settings, next consumer.Logs) (*repor
 	return &reportsReceiver{
 		cfg: cfg, set: set, next: next, kinds: enabledKinds(cfg.Kinds), telemetry: tb, obsrecv: obsrecv,
 		problems: p, refusals: newRefusals(p),
-		watchers: map[schema.GroupVersionResource]*runningWatcher{}, retry: defaultRetryDelays,
+		watchers: map[schema.GroupVersionResource]*runningWatcher{}, retry: retryDelays{min: time.Second, max: time.Minute},
 	}, nil
 }
 

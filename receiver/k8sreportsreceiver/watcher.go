@@ -38,10 +38,9 @@ type watcher struct {
 
 var errGone = errors.New("resource version too old")
 
-// retryDelays bound the backoff between attempts to list, watch or connect.
+// retryDelays bound the backoff between attempts to list, watch or connect: a second to a minute, shorter in
+// tests.
 type retryDelays struct{ min, max time.Duration }
-
-var defaultRetryDelays = retryDelays{min: time.Second, max: time.Minute}
 
 func (w *watcher) path() string {
 	return "/apis/" + w.gvr.Group + "/" + w.gvr.Version + "/" + w.gvr.Resource
