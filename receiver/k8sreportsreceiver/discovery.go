@@ -120,7 +120,7 @@ func (r *reportsReceiver) startWatcher(ctx context.Context, clients *apiClients,
 	r.watchers[gvr] = rw
 	w := &watcher{
 		gvr: gvr, objKind: s.objKind, kind: s.kind, client: clients.rest, cfg: r.cfg,
-		tracker: r.tracker, problems: r.problems, adoptFirstList: adopt,
+		tracker: r.tracker, problems: r.problems, adoptFirstList: adopt, retry: r.retry, progressed: r.hooks.progressed,
 	}
 	r.set.Logger.Info("Watching report resource", zap.String("resource", gvr.String()), zap.String("kind", s.kind.name))
 	r.telemetry.ReceiverK8sReportsResourcesWatched.Add(ctx, 1)

@@ -3,6 +3,7 @@ package k8sreportsreceiver
 import (
 	"context"
 	"fmt"
+	"sync"
 	"testing"
 	"time"
 
@@ -31,10 +32,34 @@ func newElector(t *testing.T, lease string) extension.Extension {
 	return ext
 }
 
+// observedElector is the real elector as the receiver sees it, telling the test when the receiver has
+// started leading.
+type observedElector struct {
+	k8sleaderelectorextension.LeaderElection
+	once    sync.Once
+	leading chan struct{}
+}
+
+func (o *observedElector) SetCallBackFuncs(onStart func(context.Context), onStop func()) {
+	o.LeaderElection.SetCallBackFuncs(func(ctx context.Context) {
+		onStart(ctx)
+		o.once.Do(func() { close(o.leading) })
+	}, onStop)
+}
+
+func (o *observedElector) waitLeading(t *testing.T) {
+	t.Helper()
+	select {
+	case <-o.leading:
+	case <-time.After(30 * time.Second):
+		t.Fatal("the replica did not start leading")
+	}
+}
+
 // replica is one collector of a leader-elected pair: an elector and a receiver sharing the storage volume.
-func startReplica(t *testing.T, lease, storageDir string) (*testReceiver, extension.Extension) {
+func startReplica(t *testing.T, lease, storageDir string) (*testReceiver, *observedElector) {
 	t.Setenv("KUBECONFIG", cluster.Kubeconfig(t, k8stest.AdminToken))
-	el := newElector(t, lease)
+	el := &observedElector{LeaderElection: newElector(t, lease).(k8sleaderelectorextension.LeaderElection), leading: make(chan struct{})}
 	cfg := testConfig(t)
 	cfg.K8sLeaderElector = &electorID
 	// The receiver uses the elector through the host, as in the collector; the elector starts after it.
@@ -42,6 +67,15 @@ func startReplica(t *testing.T, lease, storageDir string) (*testReceiver, extens
 	require.NoError(t, el.Start(context.Background(), tr.host))
 	t.Cleanup(func() { _ = el.Shutdown(context.Background()) })
 	return tr, el
+}
+
+// watchesNothing asserts that a replica's receiver never started: no watcher, no emitter.
+func (tr *testReceiver) watchesNothing() {
+	tr.t.Helper()
+	tr.rcv.mu.Lock()
+	defer tr.rcv.mu.Unlock()
+	assert.Nil(tr.t, tr.rcv.tracker, "the follower started watching")
+	assert.Empty(tr.t, tr.records(), "the follower emitted records")
 }
 
 func TestLeaderElectionHandoverNeitherLosesNorResends(t *testing.T) {
@@ -52,13 +86,13 @@ func TestLeaderElectionHandoverNeitherLosesNorResends(t *testing.T) {
 	lease := "otelcol-policy-" + testLabel(t)
 
 	a, electorA := startReplica(t, lease, storageDir)
-	time.Sleep(time.Second) // a takes the lease first
+	electorA.waitLeading(t) // a takes the lease first
 	b, electorB := startReplica(t, lease, storageDir)
 
 	cluster.Apply(t, policyReportGVR, object(t, fmt.Sprintf(podReport, "ha-1", "fail")))
 	recs := a.waitRecords(3)
 	assert.Equal(t, "new", string(recs[0].State))
-	b.quiet(2 * time.Second) // the follower watches nothing
+	b.watchesNothing() // the follower watches nothing
 
 	// The leader goes away (a rolling update): it gives up the lease. A change made during the handover is
 	// emitted once, by the new leader, and nothing emitted before is emitted again.

@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/collector/extension"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
@@ -65,6 +66,18 @@ var (
 	vulnReportGVR          = schema.GroupVersionResource{Group: "aquasecurity.github.io", Version: "v1alpha1", Resource: "vulnerabilityreports"}
 )
 
+// msgKindNotServed is what the receiver logs when discovery finds a report kind not served.
+const msgKindNotServed = "Report kind not served; watching for its CRD to be installed"
+
+// currentRV is the resource version of an object in the control plane.
+func currentRV(t *testing.T, gvr schema.GroupVersionResource, namespace, name string) string {
+	t.Helper()
+	_, dc := cluster.Clients(t)
+	obj, err := dc.Resource(gvr).Namespace(namespace).Get(context.Background(), name, metav1.GetOptions{})
+	require.NoError(t, err)
+	return obj.GetResourceVersion()
+}
+
 func crdFile(name string) string { return filepath.Join("testdata", "crds", name+".yaml") }
 
 // statusHost is a host with extensions that records the statuses the receiver reports.
@@ -101,6 +114,7 @@ type testReceiver struct {
 	host      *statusHost
 	telemetry *componenttest.Telemetry
 	storage   extension.Extension
+	progress  *progress
 	stopped   bool
 }
 
@@ -128,29 +142,48 @@ func startReceiver(t *testing.T, cfg *Config, token, storageDir string) *testRec
 // startReceiverWith is startReceiver on a host that has the extensions ext.
 func startReceiverWith(t *testing.T, cfg *Config, token, storageDir string, ext map[component.ID]component.Component) *testReceiver {
 	t.Helper()
-	sink := new(consumertest.LogsSink)
-	tr := startReceiverInto(t, cfg, token, storageDir, ext, sink)
-	tr.sink = sink
+	tr := newTestReceiver(t, cfg, cluster.Kubeconfig(t, token), storageDir, ext, nil)
+	tr.start()
 	return tr
 }
 
 // startReceiverInto is startReceiverWith with the records going to next instead of the sink.
 func startReceiverInto(t *testing.T, cfg *Config, token, storageDir string, ext map[component.ID]component.Component, next consumer.Logs) *testReceiver {
 	t.Helper()
-	t.Setenv("KUBECONFIG", cluster.Kubeconfig(t, token))
-	tr := &testReceiver{t: t, host: &statusHost{ext: ext}, telemetry: componenttest.NewTelemetry()}
+	tr := newTestReceiver(t, cfg, cluster.Kubeconfig(t, token), storageDir, ext, next)
+	tr.start()
+	return tr
+}
+
+// newTestReceiver builds a receiver for the API server of kubeconfig, with the hooks that tell the test what
+// it did; next nil means a sink the test reads. start runs it.
+func newTestReceiver(t *testing.T, cfg *Config, kubeconfig, storageDir string, ext map[component.ID]component.Component, next consumer.Logs) *testReceiver {
+	t.Helper()
+	t.Setenv("KUBECONFIG", kubeconfig)
+	tr := &testReceiver{t: t, host: &statusHost{ext: ext}, telemetry: componenttest.NewTelemetry(), progress: newProgress()}
+	if next == nil {
+		tr.sink = new(consumertest.LogsSink)
+		next = tr.sink
+	}
 	if storageDir != "" {
 		tr.storage = filestoragetest.Start(t, storageDir)
 		tr.host.ext[storageID] = tr.storage
 		cfg.Storage = &storageID
 	}
 	require.NoError(t, cfg.Validate())
-	rcv, err := newReceiver(cfg, metadatatest.NewSettings(tr.telemetry), next)
+	set := metadatatest.NewSettings(tr.telemetry)
+	set.Logger = tr.progress.logger(set.Logger)
+	rcv, err := newReceiver(cfg, set, tr.progress.consumer(next))
 	require.NoError(t, err)
+	rcv.hooks = tr.progress.hooks()
 	tr.rcv = rcv
-	require.NoError(t, rcv.Start(context.Background(), tr.host))
-	t.Cleanup(tr.stop)
 	return tr
+}
+
+func (tr *testReceiver) start() {
+	tr.t.Helper()
+	require.NoError(tr.t, tr.rcv.Start(context.Background(), tr.host))
+	tr.t.Cleanup(tr.stop)
 }
 
 func (tr *testReceiver) stop() {
@@ -191,8 +224,9 @@ func (tr *testReceiver) records() []record {
 	return out
 }
 
-// waitRecords waits until n records arrived, then for a quiet second, and returns them sorted by state, policy,
-// rule and resource, so that tests compare exact lists. More than n records fails the test.
+// waitRecords waits until n records arrived and the emitter is idle, so that every record the changes that
+// made them cause was delivered, and returns them sorted by state, policy, rule and resource, so that tests
+// compare exact lists. More than n records fails the test.
 func (tr *testReceiver) waitRecords(n int) []record {
 	tr.t.Helper()
 	return tr.waitRecordsWithin(n, 30*time.Second)
@@ -200,14 +234,10 @@ func (tr *testReceiver) waitRecords(n int) []record {
 
 func (tr *testReceiver) waitRecordsWithin(n int, timeout time.Duration) []record {
 	tr.t.Helper()
-	deadline := time.Now().Add(timeout)
-	for tr.sink.LogRecordCount() < n {
-		if time.Now().After(deadline) {
-			tr.t.Fatalf("%d of %d records after %s: %s", tr.sink.LogRecordCount(), n, timeout, describe(tr.records()))
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
-	time.Sleep(time.Second)
+	tr.progress.wait(tr.t, timeout, func() bool { return tr.sink.LogRecordCount() >= n && tr.emitterIdle() },
+		func() string {
+			return fmt.Sprintf("%d of %d records: %s", tr.sink.LogRecordCount(), n, describe(tr.records()))
+		})
 	recs := tr.records()
 	if len(recs) != n {
 		tr.t.Fatalf("want exactly %d records, got %d: %s", n, len(recs), describe(recs))
@@ -217,13 +247,57 @@ func (tr *testReceiver) waitRecordsWithin(n int, timeout time.Duration) []record
 	return recs
 }
 
-// quiet asserts that nothing arrives for a while.
-func (tr *testReceiver) quiet(d time.Duration) {
+// quietAfter asserts that nothing arrived once the watchers handed over everything up to the given versions
+// and the emitter went idle: whatever those versions cause has been delivered by then.
+func (tr *testReceiver) quietAfter(versions ...seenVersion) {
 	tr.t.Helper()
-	time.Sleep(d)
+	tr.settle(versions...)
 	if recs := tr.records(); len(recs) > 0 {
 		tr.t.Fatalf("want no records, got %d: %s", len(recs), describe(recs))
 	}
+}
+
+// settle waits until the watchers handed over everything up to the given versions and the emitter is idle.
+func (tr *testReceiver) settle(versions ...seenVersion) {
+	tr.t.Helper()
+	tr.progress.wait(tr.t, 30*time.Second, func() bool {
+		for _, v := range versions {
+			if !tr.progress.reached(v) {
+				return false
+			}
+		}
+		return tr.emitterIdle()
+	}, func() string {
+		return fmt.Sprintf("versions %v; seen %v; emitter idle %v", versions, tr.progress.seen(), tr.emitterIdle())
+	})
+}
+
+// waitDiscovered waits until discovery answered for gvr: its kind is not served, or its watcher listed it.
+func (tr *testReceiver) waitDiscovered(gvr schema.GroupVersionResource) {
+	tr.t.Helper()
+	tr.progress.wait(tr.t, 30*time.Second, func() bool {
+		return tr.progress.logged(msgKindNotServed) || tr.progress.reached(seenVersion{gvr: gvr})
+	}, func() string { return "discovery did not answer for " + gvr.String() })
+}
+
+// waitLog waits until the receiver logged msg.
+func (tr *testReceiver) waitLog(msg string) {
+	tr.t.Helper()
+	tr.progress.wait(tr.t, 30*time.Second, func() bool { return tr.progress.logged(msg) }, func() string { return "no log " + msg })
+}
+
+// emitterIdle says whether the receiver leads and its emitter waits with nothing to do.
+func (tr *testReceiver) emitterIdle() bool {
+	tr.rcv.mu.Lock()
+	t := tr.rcv.tracker
+	leading := tr.rcv.cancel != nil
+	tr.rcv.mu.Unlock()
+	if !leading {
+		return false
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.idle && len(t.order) == 0
 }
 
 func sortRecords(recs []record) {

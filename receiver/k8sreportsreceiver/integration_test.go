@@ -86,7 +86,7 @@ func TestPolicyReportCreateUpdateDelete(t *testing.T) {
 
 	// The same object applied again: nothing changed, nothing is emitted.
 	cluster.Apply(t, policyReportGVR, object(t, fmt.Sprintf(podReport, "cart", "fail")))
-	tr.quiet(1500 * time.Millisecond)
+	tr.quietAfter(seenVersion{policyReportGVR, currentRV(t, policyReportGVR, "shop", "cart")})
 
 	// One outcome changes, one resource goes away.
 	changed := object(t, fmt.Sprintf(podReport, "cart", "pass"))
@@ -154,7 +154,7 @@ func TestRestartWithStorageEmitsExactlyWhatChanged(t *testing.T) {
 
 	// A restart with nothing changed emits nothing.
 	tr = startReceiver(t, testConfig(t), k8stest.AdminToken, storageDir)
-	tr.quiet(3 * time.Second)
+	tr.quietAfter(seenVersion{gvr: policyReportGVR}, seenVersion{gvr: clusterPolicyReportGVR})
 	tr.stop()
 	cluster.Delete(t, policyReportGVR, "shop", "r1")
 	cluster.Delete(t, policyReportGVR, "shop", "r2")
@@ -171,7 +171,7 @@ func TestInitialSyncNoneEmitsOnlyLaterChanges(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.InitialSync = InitialSyncNone
 	tr := startReceiver(t, cfg, k8stest.AdminToken, "")
-	tr.quiet(3 * time.Second)
+	tr.quietAfter(seenVersion{gvr: policyReportGVR}, seenVersion{gvr: clusterPolicyReportGVR})
 	cluster.Apply(t, policyReportGVR, object(t, fmt.Sprintf(podReport, "existing", "pass")))
 	recs := tr.waitRecords(1)
 	assert.Equal(t, "changed kyverno disallow-privileged/privileged-containers Pod/shop/cart-7d9f -> pass", summary(recs[0]))
@@ -201,7 +201,10 @@ func TestCRDInstalledAfterStartAndRemoved(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.Kinds = KindsConfig{OpenReports: true}
 	tr := startReceiver(t, cfg, k8stest.AdminToken, "")
-	tr.quiet(1500 * time.Millisecond)
+	// Nothing arrives once discovery answered (the CRD may be left installed by another test of the shared
+	// control plane, which then is listed, without reports of this test's label).
+	tr.waitDiscovered(openReportGVR)
+	tr.quietAfter()
 
 	cluster.InstallCRDs(t, crdFile("openreports.io"))
 	cluster.Apply(t, openReportGVR, object(t, openReport))
@@ -256,12 +259,12 @@ func TestForbiddenKindDoesNotStopTheOthers(t *testing.T) {
 		cluster.Delete(t, vulnReportGVR, "shop", "replicaset-web-6d4cf56db6-nginx")
 	})
 
-	// Retry the forbidden kind quickly, so that the grant below takes effect within the test.
-	defer func(d time.Duration) { maxRetryDelay = d }(maxRetryDelay)
-	maxRetryDelay = 2 * time.Second
 	cfg := testConfig(t)
 	cfg.Kinds = KindsConfig{PolicyReports: true, VulnerabilityReports: true}
-	tr := startReceiver(t, cfg, k8stest.ReaderToken, "")
+	tr := newTestReceiver(t, cfg, cluster.Kubeconfig(t, k8stest.ReaderToken), "", map[component.ID]component.Component{}, nil)
+	// Retry the forbidden kind quickly, so that the grant below takes effect within the test.
+	tr.rcv.retry.max = 2 * time.Second
+	tr.start()
 	recs := tr.waitRecords(3)
 	for _, r := range recs {
 		assert.Equal(t, "kyverno", r.Source)

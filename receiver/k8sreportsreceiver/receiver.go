@@ -49,6 +49,9 @@ type reportsReceiver struct {
 	reportsCounted int64
 	// unserved records the kinds last seen not served, to log each change once.
 	unserved map[string]bool
+
+	retry retryDelays
+	hooks hooks
 }
 
 func newReceiver(cfg *Config, set receiver.Settings, next consumer.Logs) (*reportsReceiver, error) {
@@ -66,7 +69,7 @@ func newReceiver(cfg *Config, set receiver.Settings, next consumer.Logs) (*repor
 	return &reportsReceiver{
 		cfg: cfg, set: set, next: next, kinds: enabledKinds(cfg.Kinds), telemetry: tb, obsrecv: obsrecv,
 		problems: p, refusals: newRefusals(p),
-		watchers: map[schema.GroupVersionResource]*runningWatcher{},
+		watchers: map[schema.GroupVersionResource]*runningWatcher{}, retry: retryDelays{min: time.Second, max: time.Minute},
 	}, nil
 }
 
@@ -135,6 +138,7 @@ func (r *reportsReceiver) startLeading(ctx context.Context) error {
 	}
 	// Reports waiting for the emitter hold at most one report's worth of results more than the one being emitted.
 	r.tracker = newTracker(maxPendingReports, r.cfg.MaxReportRecords, emitted)
+	r.tracker.onIdle = r.hooks.idle
 	for k, e := range emitted {
 		r.refusals.update(k, e)
 	}
@@ -195,7 +199,7 @@ func (r *reportsReceiver) stopLeading() {
 
 // connect builds the API clients, retrying while the configuration cannot be loaded.
 func (r *reportsReceiver) connect(ctx context.Context) *apiClients {
-	retry := newBackoff(time.Second, maxRetryDelay)
+	retry := newBackoff(r.retry.min, r.retry.max)
 	for {
 		cfg, err := restConfig(r.cfg)
 		var clients *apiClients

@@ -39,6 +39,11 @@ type tracker struct {
 
 	// emitted is what downstream has received, per report. Only the emitter writes it.
 	emitted map[objKey]*emittedReport
+
+	// idle is set while the emitter waits with nothing to take, having committed everything it took before;
+	// onIdle, when set, is called then, with mu held.
+	idle   bool
+	onIdle func()
 }
 
 func newTracker(maxPending, maxPendingResults int, emitted map[objKey]*emittedReport) *tracker {
@@ -163,8 +168,13 @@ func (t *tracker) take(block bool) (objKey, *update, *emittedReport, bool) {
 		if !block || t.closed {
 			return objKey{}, nil, nil, false
 		}
+		t.idle = true
+		if t.onIdle != nil {
+			t.onIdle()
+		}
 		t.wake.Wait()
 	}
+	t.idle = false
 	k := t.order[0]
 	t.order[0] = objKey{}
 	t.order = t.order[1:]

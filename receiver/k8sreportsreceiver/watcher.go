@@ -31,12 +31,16 @@ type watcher struct {
 	problems *problems
 	// adoptFirstList records the first list as already emitted (initial_sync: none).
 	adoptFirstList bool
+	retry          retryDelays
+	// progressed, when set, is told each resource version up to which everything was handed to the tracker.
+	progressed func(gvr schema.GroupVersionResource, rv string)
 }
 
 var errGone = errors.New("resource version too old")
 
-// maxRetryDelay caps the backoff between attempts to list, watch or connect.
-var maxRetryDelay = time.Minute
+// retryDelays bound the backoff between attempts to list, watch or connect: a second to a minute, shorter in
+// tests.
+type retryDelays struct{ min, max time.Duration }
 
 func (w *watcher) path() string {
 	return "/apis/" + w.gvr.Group + "/" + w.gvr.Version + "/" + w.gvr.Resource
@@ -44,7 +48,7 @@ func (w *watcher) path() string {
 
 // run lists and watches until ctx ends, relisting when the watch cannot resume and backing off on errors.
 func (w *watcher) run(ctx context.Context) {
-	retry := newBackoff(time.Second, maxRetryDelay)
+	retry := newBackoff(w.retry.min, w.retry.max)
 	for ctx.Err() == nil {
 		rv, err := w.list(ctx)
 		if err != nil {
@@ -56,6 +60,7 @@ func (w *watcher) run(ctx context.Context) {
 		}
 		w.problems.clear(w)
 		w.adoptFirstList = false
+		w.progress(rv)
 		retry.reset()
 		for ctx.Err() == nil {
 			rv, err = w.watch(ctx, rv)
@@ -183,6 +188,13 @@ func (w *watcher) watch(ctx context.Context, rv string) (string, error) {
 		if err := json.Unmarshal(ev.Object, &meta); err == nil && meta.Metadata.ResourceVersion != "" {
 			rv = meta.Metadata.ResourceVersion
 		}
+		w.progress(rv)
+	}
+}
+
+func (w *watcher) progress(rv string) {
+	if w.progressed != nil {
+		w.progressed(w.gvr, rv)
 	}
 }
 

@@ -1,0 +1,155 @@
+package k8sleaderelectorextension
+
+import (
+	"context"
+	"net/http"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componentstatus"
+	"go.opentelemetry.io/collector/extension/extensiontest"
+	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/otelcol-policy/otelcol-policy/extension/k8sleaderelectorextension/internal/metadata"
+	"github.com/otelcol-policy/otelcol-policy/internal/k8sclient"
+	"github.com/otelcol-policy/otelcol-policy/internal/k8sfake"
+)
+
+var leasesGVR = schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
+
+// statusHost records the statuses the elector reports.
+type statusHost struct {
+	component.Host
+	mu  sync.Mutex
+	all []*componentstatus.Event
+}
+
+func (h *statusHost) Report(ev *componentstatus.Event) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	h.all = append(h.all, ev)
+}
+
+func (h *statusHost) last() *componentstatus.Event {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if len(h.all) == 0 {
+		return nil
+	}
+	return h.all[len(h.all)-1]
+}
+
+func testElector(t *testing.T) *elector {
+	t.Helper()
+	cfg := createDefaultConfig().(*Config)
+	cfg.AuthType = k8sclient.AuthTypeKubeConfig
+	cfg.LeaseName, cfg.LeaseNamespace = "otelcol-policy", "observability"
+	cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod = 2*time.Second, time.Second, 50*time.Millisecond
+	require.NoError(t, cfg.Validate())
+	return newElector(cfg, extensiontest.NewNopSettings(metadata.Type))
+}
+
+// leadership records a replica's callbacks as they happen.
+type leadership struct {
+	name   string
+	events chan string
+}
+
+func (l leadership) register(e *elector) {
+	e.SetCallBackFuncs(func(context.Context) { l.events <- l.name + " leads" }, func() { l.events <- l.name + " stops" })
+}
+
+func next(t *testing.T, events chan string) string {
+	t.Helper()
+	select {
+	case ev := <-events:
+		return ev
+	case <-time.After(30 * time.Second):
+		t.Fatal("no leadership change")
+		return ""
+	}
+}
+
+func TestOneLeaderAtATimeAndHandoverOnShutdown(t *testing.T) {
+	srv := k8sfake.Start(t)
+	srv.Serve(leasesGVR, "Lease", true)
+	t.Setenv("KUBECONFIG", srv.Kubeconfig(t))
+	events := make(chan string, 10)
+	a, b := testElector(t), testElector(t)
+	leadership{"a", events}.register(a)
+	leadership{"b", events}.register(b)
+
+	require.NoError(t, a.Start(context.Background(), &statusHost{}))
+	assert.Equal(t, "a leads", next(t, events))
+	lease := srv.Get(leasesGVR, "observability", "otelcol-policy")
+	require.NotNil(t, lease, "the leader holds a Lease")
+	assert.Equal(t, a.identity, lease["spec"].(map[string]any)["holderIdentity"])
+
+	require.NoError(t, b.Start(context.Background(), &statusHost{}))
+	// b asks for the lease, finds it held, and keeps following while a renews it several times.
+	from := srv.LastSeq()
+	for range 3 {
+		got := srv.WaitRequest(t, func(r k8sfake.Request) bool {
+			return r.Seq > from && r.Verb == "update" && r.GVR == leasesGVR && r.Status == http.StatusOK
+		})
+		from = got.Seq
+	}
+	assert.Empty(t, events, "b leads while a holds the lease")
+	assert.Equal(t, a.identity, srv.Get(leasesGVR, "observability", "otelcol-policy")["spec"].(map[string]any)["holderIdentity"])
+
+	// a shuts down: it releases the lease and stops its work, and b takes the lease. (client-go releases the
+	// lease before it runs the stop callbacks, so the two may come in either order.)
+	require.NoError(t, a.Shutdown(context.Background()))
+	assert.ElementsMatch(t, []string{"a stops", "b leads"}, []string{next(t, events), next(t, events)})
+	assert.Equal(t, b.identity, srv.Get(leasesGVR, "observability", "otelcol-policy")["spec"].(map[string]any)["holderIdentity"])
+
+	// A component that registers while b leads starts at once.
+	late := make(chan context.Context, 1)
+	b.SetCallBackFuncs(func(ctx context.Context) { late <- ctx }, func() {})
+	select {
+	case ctx := <-late:
+		require.NoError(t, b.Shutdown(context.Background()))
+		assert.Equal(t, "b stops", next(t, events))
+		<-ctx.Done() // the leading context ends with the leadership
+	case <-time.After(30 * time.Second):
+		t.Fatal("a callback registered while leading did not start")
+	}
+}
+
+func TestLosingTheLeaseStopsTheWork(t *testing.T) {
+	srv := k8sfake.Start(t)
+	srv.Serve(leasesGVR, "Lease", true)
+	t.Setenv("KUBECONFIG", srv.Kubeconfig(t))
+	events := make(chan string, 10)
+	a := testElector(t)
+	leadership{"a", events}.register(a)
+	require.NoError(t, a.Start(context.Background(), &statusHost{}))
+	t.Cleanup(func() { require.NoError(t, a.Shutdown(context.Background())) })
+	assert.Equal(t, "a leads", next(t, events))
+
+	// The API server refuses the renewals (RBAC changed): a steps down once its renew deadline passes, and
+	// competes again when it may.
+	srv.Deny(leasesGVR, "update")
+	assert.Equal(t, "a stops", next(t, events))
+	srv.Allow(leasesGVR)
+	assert.Equal(t, "a leads", next(t, events))
+}
+
+func TestNoClusterIsARecoverableStatus(t *testing.T) {
+	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "missing"))
+	t.Setenv("KUBERNETES_SERVICE_HOST", "")
+	a := testElector(t)
+	host := &statusHost{}
+	require.NoError(t, a.Start(context.Background(), host), "no cluster does not fail the collector")
+	require.Eventually(t, func() bool {
+		ev := host.last()
+		return ev != nil && ev.Status() == componentstatus.StatusRecoverableError
+	}, 30*time.Second, 10*time.Millisecond)
+	assert.Contains(t, host.last().Err().Error(), "kubernetes client configuration")
+	require.NoError(t, a.Shutdown(context.Background()))
+}
