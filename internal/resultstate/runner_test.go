@@ -190,11 +190,17 @@ func TestRunnerKeepsARefusedEmissionDue(t *testing.T) {
 	assert.Empty(t, <-h.emitted)
 }
 
-func TestRunnerShutdownEmitsOnceAndSaves(t *testing.T) {
-	dir := t.TempDir()
+// storedHarness starts a file_storage extension on dir and a harness that keeps its state there.
+func storedHarness(t *testing.T, dir string, names []string) (*runnerHarness, filestoragetest.Host) {
+	t.Helper()
 	id := filestoragetest.ID
 	host := filestoragetest.NewHost(t, dir)
-	h := newRunnerHarness(t, names, 100, &id, host)
+	return newRunnerHarness(t, names, 100, &id, host), host
+}
+
+func TestRunnerShutdownEmitsOnceAndSaves(t *testing.T) {
+	dir := t.TempDir()
+	h, host := storedHarness(t, dir, names)
 	require.NoError(t, h.count(res("p", "a", policyresult.OutcomeFail), res("q", "b", policyresult.OutcomeWarn)))
 	require.NoError(t, h.r.Shutdown(context.Background()))
 	require.Len(t, h.emitted, 1, "shutdown emits once")
@@ -204,8 +210,7 @@ func TestRunnerShutdownEmitsOnceAndSaves(t *testing.T) {
 	require.NoError(t, host.Ext.Shutdown(context.Background()))
 
 	// The next start finds the counts and that they were emitted.
-	host = filestoragetest.NewHost(t, dir)
-	h = newRunnerHarness(t, names, 100, &id, host)
+	h, host = storedHarness(t, dir, names)
 	assert.Equal(t, 1, h.logs.FilterMessage("Loaded the stored state").Len())
 	assert.Equal(t, map[string]int64{"": 2}, h.sum("keys"))
 	assert.Equal(t, map[string]int64{"": 2}, h.sum("groups"))
@@ -217,9 +222,7 @@ func TestRunnerShutdownEmitsOnceAndSaves(t *testing.T) {
 
 func TestRunnerHaltKeepsOnlyWhatWasStored(t *testing.T) {
 	dir := t.TempDir()
-	id := filestoragetest.ID
-	host := filestoragetest.NewHost(t, dir)
-	h := newRunnerHarness(t, names, 100, &id, host)
+	h, host := storedHarness(t, dir, names)
 	require.NoError(t, h.count(res("p", "a", policyresult.OutcomeFail)))
 	require.NoError(t, h.r.Halt(context.Background()))
 	assert.Empty(t, h.emitted, "a crash emits nothing")
@@ -228,8 +231,7 @@ func TestRunnerHaltKeepsOnlyWhatWasStored(t *testing.T) {
 	assert.Equal(t, map[string]int64{"storage": 1}, h.sum("errors"))
 	require.NoError(t, host.Ext.Shutdown(context.Background()))
 
-	host = filestoragetest.NewHost(t, dir)
-	h = newRunnerHarness(t, names, 100, &id, host)
+	h, host = storedHarness(t, dir, names)
 	defer func() { require.NoError(t, host.Ext.Shutdown(context.Background())) }()
 	defer func() { require.NoError(t, h.r.Shutdown(context.Background())) }()
 	require.NoError(t, h.r.Flush(context.Background()))
@@ -239,16 +241,13 @@ func TestRunnerHaltKeepsOnlyWhatWasStored(t *testing.T) {
 
 func TestRunnerStartsAfreshWhenRegrouped(t *testing.T) {
 	dir := t.TempDir()
-	id := filestoragetest.ID
-	host := filestoragetest.NewHost(t, dir)
-	h := newRunnerHarness(t, names, 100, &id, host)
+	h, host := storedHarness(t, dir, names)
 	require.NoError(t, h.count(res("p", "a", policyresult.OutcomeFail)))
-	require.NoError(t, h.r.Halt(context.Background()))
+	require.NoError(t, h.r.Shutdown(context.Background()))
 	require.NoError(t, host.Ext.Shutdown(context.Background()))
 
-	host = filestoragetest.NewHost(t, dir)
+	h, host = storedHarness(t, dir, []string{policyresult.AttrSource, policyresult.AttrResourceNamespace})
 	defer func() { require.NoError(t, host.Ext.Shutdown(context.Background())) }()
-	h = newRunnerHarness(t, []string{policyresult.AttrSource, policyresult.AttrResourceNamespace}, 100, &id, host)
 	defer func() { require.NoError(t, h.r.Shutdown(context.Background())) }()
 	warnings := h.logs.FilterMessageSnippet("group_by changed since the state was stored").All()
 	require.Len(t, warnings, 1)
