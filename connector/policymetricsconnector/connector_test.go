@@ -132,7 +132,7 @@ func (h *harness) consume(items ...any) {
 func (h *harness) tick() []string {
 	h.t.Helper()
 	before := len(h.sink.AllMetrics())
-	require.NoError(h.t, h.c.emit(context.Background()))
+	require.NoError(h.t, h.c.state.Flush(context.Background()))
 	var out []string
 	for _, md := range h.sink.AllMetrics()[before:] {
 		out = append(out, series(h.t, md)...)

@@ -39,15 +39,15 @@ func createLogs(ctx context.Context, set processor.Settings, cfg component.Confi
 	return lp, err
 }
 
-// newLogsProcessor also returns the aggregator, whose flush tests call instead of waiting for the interval.
+// newLogsProcessor also returns the aggregator, whose state tests flush instead of waiting for the interval.
 func newLogsProcessor(ctx context.Context, set processor.Settings, cfg *Config, next consumer.Logs) (processor.Logs, *aggregator, error) {
 	p, err := newAggregator(cfg, set, next)
 	if err != nil {
 		return nil, nil, err
 	}
 	lp, err := processorhelper.NewLogs(ctx, set, cfg, next, p.processLogs,
-		processorhelper.WithStart(p.start),
-		processorhelper.WithShutdown(p.shutdown),
+		processorhelper.WithStart(p.state.Start),
+		processorhelper.WithShutdown(p.state.Shutdown),
 		// Dropping result records in place is a mutation.
 		processorhelper.WithCapabilities(consumer.Capabilities{MutatesData: cfg.Results == ResultsDrop}),
 	)

@@ -129,7 +129,7 @@ func (h *harness) consume(results ...policyresult.Result) {
 func (h *harness) tick() []summary {
 	h.t.Helper()
 	before := len(h.next.AllLogs())
-	require.NoError(h.t, h.agg.flush(context.Background()))
+	require.NoError(h.t, h.agg.state.Flush(context.Background()))
 	return summariesOf(h.t, h.next.AllLogs()[before:]...)
 }
 
@@ -198,7 +198,7 @@ func TestClustersAreSeparateResources(t *testing.T) {
 		result("us", "require-labels", "shop", "cart", policyresult.OutcomePass, policyresult.StateNew),
 		result("eu", "require-labels", "pay", "api", policyresult.OutcomeFail, policyresult.StateNew),
 	)
-	require.NoError(t, h.agg.flush(context.Background()))
+	require.NoError(t, h.agg.state.Flush(context.Background()))
 	ld := h.next.AllLogs()[1]
 	require.Equal(t, 2, ld.ResourceLogs().Len(), "one resource per cluster")
 	assert.Equal(t, map[string]any{policyresult.AttrClusterName: "eu"}, ld.ResourceLogs().At(0).Resource().Attributes().AsRaw())
@@ -317,14 +317,14 @@ func TestRefusedSummaryIsRetriedWithLaterCounts(t *testing.T) {
 	h := newHarness(t, testConfig(), next, nil)
 	defer func() { require.NoError(t, h.lp.Shutdown(context.Background())) }()
 	h.consume(result("prod", "p", "shop", "a", policyresult.OutcomeFail, policyresult.StateNew))
-	require.NoError(t, h.agg.flush(context.Background()))
+	require.NoError(t, h.agg.state.Flush(context.Background()))
 
 	h.consume(result("prod", "p", "shop", "b", policyresult.OutcomeFail, policyresult.StateNew))
 	next.refuse = true
-	assert.Error(t, h.agg.flush(context.Background()))
+	assert.Error(t, h.agg.state.Flush(context.Background()))
 	next.refuse = false
 	h.consume(result("prod", "p", "shop", "c", policyresult.OutcomePass, policyresult.StateNew))
-	require.NoError(t, h.agg.flush(context.Background()))
+	require.NoError(t, h.agg.state.Flush(context.Background()))
 
 	all := summariesOf(t, next.AllLogs()...)
 	assert.Equal(t, []summary{
@@ -405,9 +405,7 @@ func TestRestartWithStorage(t *testing.T) {
 	h = newHarness(t, cfg, nil, host)
 	assert.Empty(t, h.tick(), "the restored state has nothing new to report")
 	h.consume(steps[1]...)
-	close(h.agg.stop)
-	<-h.agg.done
-	require.NoError(t, h.agg.client.Close(context.Background()))
+	require.NoError(t, h.agg.state.Halt(context.Background()))
 	require.NoError(t, host.Ext.Shutdown(context.Background()))
 
 	host = filestoragetest.NewHost(t, dir)

@@ -15,34 +15,21 @@ import (
 	"github.com/otelcol-policy/otelcol-policy/processor/policyaggregateprocessor/internal/metadata"
 )
 
-// flush emits a summary of every group whose counts changed since its last summary. The lock is held while the
-// next consumer takes them, so that what is marked emitted is exactly what was sent.
-func (p *aggregator) flush(ctx context.Context) error {
-	p.mu.Lock()
-	defer p.mu.Unlock()
+// emit sends a summary of every group whose counts changed since its last summary.
+func (p *aggregator) emit(ctx context.Context, t *resultstate.Tally) ([]*resultstate.Group, error) {
 	var groups []*resultstate.Group
-	p.tally.Changed(func(g *resultstate.Group) { groups = append(groups, g) })
+	t.Changed(func(g *resultstate.Group) { groups = append(groups, g) })
 	if len(groups) == 0 {
-		return nil
+		return nil, resultstate.ErrNothingDue
 	}
 	slices.SortFunc(groups, func(a, b *resultstate.Group) int { return slices.Compare(a.Values, b.Values) })
-	ld := p.summaries(groups, time.Now())
-	if err := p.next.ConsumeLogs(ctx, ld); err != nil {
-		p.countError(ctx, "consume", 1)
-		p.set.Logger.Warn("The next consumer refused the summaries; they are retried at the next interval",
-			zap.Int("groups", len(groups)), zap.Error(err))
-		return err
+	if err := p.next.ConsumeLogs(ctx, p.summaries(groups, time.Now())); err != nil {
+		p.set.Logger.Warn("The next consumer refused the summaries; they are retried at the next interval, "+
+			"or after the next start if storage is configured", zap.Int("groups", len(groups)), zap.Error(err))
+		return nil, err
 	}
 	p.telemetry.ProcessorPolicyAggregateSummaries.Add(ctx, int64(len(groups)))
-	for _, g := range groups {
-		p.tally.MarkEmitted(g)
-	}
-	p.reportSizes(ctx)
-	if err := p.save(ctx); err != nil {
-		// The summaries went out; the state is written with the next batch or summary.
-		p.set.Logger.Warn("Storing the emitted summaries failed", zap.Error(err))
-	}
-	return nil
+	return groups, nil
 }
 
 // summaries builds one record per group. Group attributes the model keeps on the resource (the cluster name)
