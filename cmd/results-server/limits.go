@@ -70,8 +70,6 @@ func (o *limitOptions) validate() error {
 	}{
 		{"max-recv-msg-size", int64(o.grpc.MaxRecvMsgSize)},
 		{"max-results-per-request", int64(o.grpc.MaxResults)},
-		{"max-concurrent-streams", int64(o.maxConcurrentStreams)},
-		{"max-header-bytes", int64(o.maxHeaderBytes)},
 		{"request-timeout", int64(o.grpc.RequestTimeout)},
 		{"handshake-timeout", int64(o.grpc.HandshakeTimeout)},
 		{"max-connection-idle", int64(o.grpc.MaxConnectionIdle)},
@@ -86,10 +84,24 @@ func (o *limitOptions) validate() error {
 			errs = append(errs, fmt.Errorf("--%s must be positive", f.flag))
 		}
 	}
-	if max(o.maxConcurrentStreams, o.maxHeaderBytes) > math.MaxUint32 {
-		errs = append(errs, fmt.Errorf("--max-concurrent-streams and --max-header-bytes must be at most %d", uint32(math.MaxUint32)))
+	// HTTP/2 carries these two in 32-bit settings.
+	for _, f := range []struct {
+		flag string
+		v    uint
+		to   *uint32
+	}{
+		{"max-concurrent-streams", o.maxConcurrentStreams, &o.grpc.MaxConcurrentStreams},
+		{"max-header-bytes", o.maxHeaderBytes, &o.grpc.MaxHeaderBytes},
+	} {
+		switch {
+		case f.v == 0:
+			errs = append(errs, fmt.Errorf("--%s must be positive", f.flag))
+		case f.v > math.MaxUint32:
+			errs = append(errs, fmt.Errorf("--%s must be at most %d", f.flag, uint32(math.MaxUint32)))
+		default:
+			*f.to = uint32(f.v)
+		}
 	}
-	o.grpc.MaxConcurrentStreams, o.grpc.MaxHeaderBytes = uint32(o.maxConcurrentStreams), uint32(o.maxHeaderBytes)
 	return errors.Join(errs...)
 }
 

@@ -3,6 +3,7 @@ package main
 import (
 	"bufio"
 	"context"
+	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -27,7 +28,7 @@ func closedAfter(t *testing.T, conn net.Conn, r io.Reader, opened time.Time) tim
 	t.Helper()
 	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
 	_, err := io.Copy(io.Discard, r)
-	if ne, ok := err.(net.Error); ok && ne.Timeout() {
+	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
 		t.Fatalf("the connection opened %v ago is still open", time.Since(opened))
 	}
 	return time.Since(opened)

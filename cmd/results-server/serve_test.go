@@ -78,7 +78,7 @@ func TestParseServeFlags(t *testing.T) {
 		{args: []string{"--listen", ":1", "--max-connections", "-1", "--http-idle-timeout", "0s"},
 			wantErr: "serve: --max-connections must be positive\n--http-idle-timeout must be positive"},
 		{args: []string{"--listen", ":1", "--max-concurrent-streams", "4294967296"},
-			wantErr: "serve: --max-concurrent-streams and --max-header-bytes must be at most 4294967295"},
+			wantErr: "serve: --max-concurrent-streams must be at most 4294967295"},
 		{args: []string{"--listen", ":1", "--request-timeout", "soon"},
 			wantErr: `invalid value "soon" for flag -request-timeout: parse error`},
 		{args: []string{}, wantErr: "serve: --listen is required"},

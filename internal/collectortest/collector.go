@@ -145,7 +145,7 @@ func (c *Collector) WaitHealthy(url string) {
 	Eventually(c.t, 30*time.Second, func() error {
 		select {
 		case <-c.exited:
-			return fmt.Errorf("collector exited: %v", c.err)
+			return fmt.Errorf("collector exited: %w", c.err)
 		default:
 		}
 		resp, err := http.Get(url)

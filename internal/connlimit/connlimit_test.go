@@ -1,6 +1,7 @@
 package connlimit
 
 import (
+	"errors"
 	"io"
 	"net"
 	"sync/atomic"
@@ -41,7 +42,7 @@ func TestListenerRefusesBeyondMax(t *testing.T) {
 	// A third is closed at once: the client reads EOF.
 	third := dial()
 	_ = third.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, err := third.Read(make([]byte, 1)); err != io.EOF {
+	if _, err := third.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
 		t.Fatalf("the third connection: %v, want EOF", err)
 	}
 	if refused.Load() != 1 {
@@ -59,7 +60,7 @@ func TestListenerRefusesBeyondMax(t *testing.T) {
 	}
 	fourth := dial()
 	_ = fourth.SetReadDeadline(time.Now().Add(5 * time.Second))
-	if _, err := fourth.Read(make([]byte, 1)); err != io.EOF {
+	if _, err := fourth.Read(make([]byte, 1)); !errors.Is(err, io.EOF) {
 		t.Fatalf("beyond the limit again: %v, want EOF", err)
 	}
 	if refused.Load() != 2 {

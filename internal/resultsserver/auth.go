@@ -37,7 +37,7 @@ func (s *Server) tapCall(ctx context.Context, info *tap.Info) (context.Context, 
 		return nil, errUnauthenticated
 	}
 	// The stream's context is the parent: when the call ends, gRPC cancels it, which stops this timer.
-	ctx, cancel := context.WithTimeout(ctx, s.limits.RequestTimeout)
+	ctx, cancel := context.WithTimeout(ctx, s.limits.RequestTimeout) //nolint:gosec // G118: cancelled with the stream, above
 	_ = cancel
 	return ctx, nil
 }

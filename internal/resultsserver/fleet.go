@@ -166,6 +166,7 @@ func (f Filter) where() (string, []any) {
 
 func (s *store) counts(ctx context.Context, f Filter) (FleetView, error) {
 	where, args := f.where()
+	//nolint:gosec // G202: where joins fixed column names and numbered placeholders; values are arguments
 	rows, err := s.db.QueryContext(ctx, `SELECT cluster, source, policy, outcome, COUNT(*) FROM results`+where+
 		` GROUP BY cluster, source, policy, outcome`, args...)
 	if err != nil {
@@ -226,6 +227,7 @@ func compareAll(pairs ...string) int {
 // full list would; with PostgreSQL, the order of names follows the database's collation.
 func (s *store) failing(ctx context.Context, f Filter) ([]FailingResult, bool, error) {
 	where, args := f.where()
+	//nolint:gosec // G202: where joins fixed column names and numbered placeholders; values are arguments
 	q := `SELECT key, id, cluster, source, policy, rule, category, severity, outcome, scored, message,
 		resource_api_version, resource_kind, resource_namespace, resource_name, resource_uid,
 		report_kind, report_namespace, report_name, state, timestamp_unix_nano, observed_unix_nano,

@@ -74,7 +74,7 @@ func (f *forwarder) Forward(ctx context.Context, req *pb.ForwardRequest) (*pb.Fo
 			return nil, status.Error(codes.Unavailable, "the results database is unavailable, retry later")
 		}
 	}
-	resp.Accepted = uint32(len(rows))
+	resp.Accepted = uint32(len(rows)) //nolint:gosec // G115: at most the request's results, bounded by max results per request (a uint32)
 	f.s.metrics.accepted.Add(uint64(len(rows)))
 	f.s.metrics.rejected.Add(uint64(len(resp.Rejected)))
 	f.s.logger.Debug("forward", zap.Int("accepted", len(rows)), zap.Int("rejected", len(resp.Rejected)))

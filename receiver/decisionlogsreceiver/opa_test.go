@@ -63,7 +63,7 @@ func TestOPAEndpointAnswers(t *testing.T) {
 	assert.Equal(t, http.StatusOK, resp.StatusCode, "gzip JSON array, as OPA sends")
 	got := tr.waitDecisions(2, 5*time.Second)
 	assert.Equal(t, "d-1", got[0].ID)
-	assert.Equal(t, policyresult.OutcomePass, got[0].Decision.Outcome())
+	assert.Equal(t, policyresult.OutcomePass, got[0].Outcome())
 	assert.Equal(t, time.Date(2026, 11, 22, 8, 0, 0, 123456789, time.UTC), got[0].Timestamp, "the event's time, not arrival")
 	assert.NotContains(t, got[0].Body, "input", "inputs are left out unless include_input")
 	assert.Equal(t, true, got[0].Attrs["policy.decision.input.omitted"])

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -370,7 +371,7 @@ func idleFlood(t *testing.T, addr string, n int, request func(i int) []byte, wit
 			}
 			// Whatever the server sends (gRPC its SETTINGS), until it closes the connection.
 			if _, err := io.Copy(io.Discard, r); err != nil {
-				if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
 					mu.Lock()
 					open = append(open, i)
 					mu.Unlock()

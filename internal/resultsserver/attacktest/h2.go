@@ -189,7 +189,7 @@ func (c *Conn) Wait(n int, timeout time.Duration) ([]Outcome, error) {
 		select {
 		case o, ok := <-c.outcomes:
 			if !ok {
-				return out, fmt.Errorf("%w after %d of %d outcomes: %v", ErrNoOutcome, len(out), n, c.readErr)
+				return out, fmt.Errorf("%w after %d of %d outcomes: %w", ErrNoOutcome, len(out), n, c.readErr)
 			}
 			out = append(out, o)
 		case <-timer.C:

@@ -83,7 +83,7 @@ func writePlot(w io.Writer, series []procsample.Series) error {
 	img := vgimg.NewWith(vgimg.UseWH(vg.Length(pw)*pixelPoints, vg.Length(ph)*pixelPoints), vgimg.UseDPI(plotDPI))
 	dc := draw.New(img)
 	dc.SetColor(color.White)
-	dc.Fill(dc.Rectangle.Path())
+	dc.Fill(dc.Path())
 
 	rows := make([][]*plot.Plot, len(series))
 	for i, s := range series {
