@@ -32,7 +32,7 @@ func opaDecision(obj []byte, ms jsonscan.Members) (decoded, error) {
 // opaSummary is an OPA event as its scan leaves it for the decoder: where the values the decoder reads are, what
 // the body and the input cost as pdata, and what to cut out of the event to make the body. An upload's scan
 // keeps one per event until the whole upload is known to be valid, so it is small, of fixed size and holds no
-// member list (about 100 bytes: at most 1 MB at the default max_events_per_request); the few events it cannot
+// member list (112 bytes: at most 1.1 MB at the default max_events_per_request); the few events it cannot
 // describe are scanned again when decoded.
 type opaSummary struct {
 	obj []byte
