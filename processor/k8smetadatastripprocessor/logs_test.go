@@ -16,7 +16,7 @@ import (
 	"go.opentelemetry.io/collector/processor"
 	"go.opentelemetry.io/collector/processor/processortest"
 
-	"github.com/otelcol-policy/otelcol-policy/pkg/jsonpdata"
+	"github.com/otelcol-policy/otelcol-policy/internal/jsonpdata"
 	"github.com/otelcol-policy/otelcol-policy/processor/k8smetadatastripprocessor/internal/metadata"
 )
 

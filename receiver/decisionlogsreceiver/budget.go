@@ -3,6 +3,8 @@ package decisionlogsreceiver // import "github.com/otelcol-policy/otelcol-policy
 import (
 	"context"
 	"fmt"
+
+	"github.com/otelcol-policy/otelcol-policy/internal/jsonscan"
 )
 
 // What input costs once decoded is bounded while it is decoded, not after: the records built from JSON take
@@ -24,40 +26,6 @@ const (
 	valueCost = 64
 )
 
-// measureJSON counts the values of validated JSON d, containers included, and the members of its widest
-// object. It stops once there are more than maxValues values, so that measuring a body of millions of elements
-// costs no more than measuring one of maxValues.
-func measureJSON(d []byte, maxValues int) (values, widest int) {
-	// The member counts of the open containers, -1 for arrays; events nest a few levels deep.
-	var buf [16]int
-	open := buf[:0]
-	values = 1
-	for i := 0; i < len(d) && values <= maxValues; i++ {
-		switch d[i] {
-		case '"':
-			i = skipJSONString(d, i) - 1
-		case '{':
-			values++
-			widest = max(widest, 1)
-			open = append(open, 1)
-		case '[':
-			values++
-			open = append(open, -1)
-		case ',':
-			values++
-			if n := len(open); n > 0 && open[n-1] > 0 {
-				open[n-1]++
-				widest = max(widest, open[n-1])
-			}
-		case '}', ']':
-			if len(open) > 0 {
-				open = open[:len(open)-1]
-			}
-		}
-	}
-	return values, widest
-}
-
 // errEventTooLarge is the error of an event that alone would exceed max_batch_bytes as a record, or whose body
 // has an object wider than max_object_members.
 type errEventTooLarge struct{ msg string }
@@ -71,22 +39,31 @@ func (e *errEventTooLarge) Error() string { return e.msg }
 func (r *decisionsReceiver) price(ev *decoded) (int, error) {
 	limit := r.cfg.MaxBatchBytes
 	c := recordCost + 2*len(ev.body)
-	values, widest := measureJSON(ev.body, (limit-c)/valueCost)
-	if c += valueCost * values; c > limit {
+	body := sizeOf(ev.body, ev.bodySize, (limit-c)/valueCost)
+	if c += valueCost * body.Values; c > limit {
 		return 0, &errEventTooLarge{fmt.Sprintf("the event would take more than max_batch_bytes (%d) as a record", limit)}
 	}
-	if widest > r.cfg.MaxObjectMembers {
+	if body.Widest > r.cfg.MaxObjectMembers {
 		return 0, &errEventTooLarge{fmt.Sprintf("the event has an object of more than max_object_members (%d) members", r.cfg.MaxObjectMembers)}
 	}
 	if ev.input != nil && r.cfg.IncludeInput && len(ev.input) <= r.cfg.MaxInputBytes {
 		in := 2 * len(ev.input)
-		values, widest := measureJSON(ev.input, (limit-c-in)/valueCost)
-		if in += valueCost * values; in <= limit-c && widest <= r.cfg.MaxObjectMembers {
+		input := sizeOf(ev.input, ev.inputSize, (limit-c-in)/valueCost)
+		if in += valueCost * input.Values; in <= limit-c && input.Widest <= r.cfg.MaxObjectMembers {
 			c += in
 			ev.withInput = true
 		}
 	}
 	return c, nil
+}
+
+// sizeOf is the size of validated JSON d as the scan counted it (known), or else measured up to just past
+// maxValues values, which is as far as the price needs to know.
+func sizeOf(d []byte, known jsonscan.Size, maxValues int) jsonscan.Size {
+	if known.Values > 0 {
+		return known
+	}
+	return jsonscan.Measure(d, maxValues)
 }
 
 // batch gathers decoded events for one ConsumeLogs call within max_batch_records and max_batch_bytes.

@@ -14,53 +14,6 @@ import (
 	"go.opentelemetry.io/collector/receiver/receivertest"
 )
 
-// jsonShape measures a JSON document as encoding/json reads it: its values (containers, elements, members)
-// and the members of its widest object.
-func jsonShape(v any) (values, widest int) {
-	values = 1
-	add := func(e any) {
-		n, w := jsonShape(e)
-		values += n
-		widest = max(widest, w)
-	}
-	switch v := v.(type) {
-	case []any:
-		for _, e := range v {
-			add(e)
-		}
-	case map[string]any:
-		widest = max(widest, len(v))
-		for _, e := range v {
-			add(e)
-		}
-	}
-	return values, widest
-}
-
-func TestMeasureJSON(t *testing.T) {
-	for _, doc := range []string{
-		`0`, `"s"`, `[1,2,3]`, `{"a":1,"b":[true,null,{"c":"d"}]}`,
-		`{"k,[{":"a string with , [ { \" and \\ inside","x":["\"],", 2.5e3]}`,
-		`[[[[1]]],{"a":{"b":{"c":[1,2]}}}]`,
-		`{"a":{"b":1,"c":2,"d":3},"e":[{"f":1,"g":2,"h":3,"i":4}]}`,
-		strings.Repeat(`{"a":`, 40) + "1" + strings.Repeat("}", 40),
-	} {
-		var v any
-		require.NoError(t, json.Unmarshal([]byte(doc), &v), doc)
-		wantValues, wantWidest := jsonShape(v)
-		values, widest := measureJSON([]byte(doc), 1<<30)
-		assert.Equal(t, wantValues, values, doc)
-		assert.Equal(t, wantWidest, widest, doc)
-	}
-	// Empty containers are counted as one value more, and an empty object as one member: on the safe side.
-	values, widest := measureJSON([]byte(`[{}]`), 100)
-	assert.Equal(t, 3, values)
-	assert.Equal(t, 1, widest)
-
-	values, _ = measureJSON([]byte("["+strings.Repeat("0,", 1_000_000)+"0]"), 100)
-	assert.Equal(t, 101, values, "counting stops just past the limit")
-}
-
 // wideObject is an object of n members.
 func wideObject(n int) string {
 	var b strings.Builder

@@ -1,6 +1,10 @@
 package decisionlogsreceiver // import "github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver"
 
-import "strings"
+import (
+	"strings"
+
+	"github.com/otelcol-policy/otelcol-policy/internal/jsonscan"
+)
 
 // errUnrecognised is the answer for events of neither format. It is an errNotDecision: a stream that mixes
 // decisions with other log lines is normal.
@@ -8,15 +12,15 @@ const errUnrecognised = notDecisionError("unrecognised decision event: neither O
 
 // decodeAuto tells OPA events from Gatekeeper violations by their keys, scanning the event only once.
 func decodeAuto(raw []byte) (decoded, error) {
-	var buf [jsonStackMembers]jsonMember
-	obj, ms, err := scanJSONEvent(raw, buf[:0])
+	var buf [jsonscan.StackMembers]jsonscan.Member
+	obj, ms, err := jsonscan.Object(raw, buf[:0])
 	if err != nil {
 		return decoded{}, err
 	}
 	var path, result, gatekeeper bool
 	for i := range ms {
 		m := &ms[i]
-		switch string(m.name()) {
+		switch string(m.Name()) {
 		case "decision_id":
 			return opaDecision(obj, ms)
 		case "path":
@@ -25,7 +29,7 @@ func decodeAuto(raw []byte) (decoded, error) {
 			result = true
 		case "eventType", "event_type":
 			// Gatekeeper logs far more than violations; only these are decisions.
-			s, _ := jsonString(m.value)
+			s, _ := jsonscan.String(m.Value)
 			gatekeeper = gatekeeper || strings.HasPrefix(s, "violation")
 		case "constraint_kind":
 			gatekeeper = true

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/otelcol-policy/otelcol-policy/internal/jsonscan"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
@@ -23,7 +24,27 @@ func FuzzDecodeOPA(f *testing.F) {
 		checkDecoded(t, raw, got, err, inputPath)
 		if err == nil {
 			checkOPAReference(t, raw, got.decision)
+			// Cut or rebuilt, the body is the same bytes.
+			obj, ms, _ := jsonscan.Object(raw, nil)
+			want, _ := jsonscan.WithoutPath(obj, ms, inputPath)
+			require.Equal(t, string(want), string(got.body))
 		}
+		// An upload's scan keeps only a summary of each event, and decodes it as decodeOPA does.
+		events, splitErr := splitEvents(append(append([]byte("["), raw...), ']'), 1)
+		if splitErr != nil || len(events) != 1 {
+			if err == nil {
+				// Only the array's own level can make a decodable event too deep for an upload.
+				require.ErrorContains(t, splitErr, "exceeded max depth")
+			}
+			return
+		}
+		fromUpload, uploadErr := events[0].decode(nil)
+		if err != nil {
+			require.EqualError(t, uploadErr, err.Error())
+			return
+		}
+		require.NoError(t, uploadErr)
+		require.Equal(t, got, fromUpload)
 	})
 }
 
@@ -132,30 +153,11 @@ func FuzzDecodeAuto(f *testing.F) {
 		got, err := decodeAuto(raw)
 		checkDecoded(t, raw, got, err, inputPath)
 
-		// The scanner accepts what encoding/json accepts, and decodes strings as it does.
-		var buf [jsonStackMembers]jsonMember
-		_, ms, scanErr := scanJSONEvent(raw, buf[:0])
-		trimmed := bytes.TrimLeft(raw, " \t\r\n")
-		isObject := json.Valid(raw) && trimmed[0] == '{'
-		require.Equal(t, isObject, scanErr == nil, "scan error: %v", scanErr)
-		for _, m := range ms {
-			if s, ok := jsonString(m.value); ok {
-				var want string
-				require.NoError(t, json.Unmarshal(m.value, &want))
-				require.Equal(t, want, s)
-			}
-		}
-
-		// The walkers trust that scanning validated their input; on anything else they may read nonsense, but
-		// must neither hang nor panic.
-		jsonMembersOf(raw)
-		jsonStrings(raw)
+		// The OPA readers trust that scanning validated their input; on anything else they may read nonsense,
+		// but must neither hang nor panic. (jsonscan's FuzzObject holds the scanner and its walkers to the same.)
 		opaResult(raw)
 		var d policyresult.Decision
 		opaAdmission(raw, &d)
-		for i := 0; i < len(raw) && i < 64; i++ {
-			skipJSONValue(raw, i)
-		}
 	})
 }
 
@@ -203,6 +205,13 @@ func checkDecoded(t *testing.T, raw []byte, got decoded, err error, inputPath []
 		require.True(t, utf8.ValidString(s), "%q is not UTF-8", s)
 	}
 	require.NotEmpty(t, d.ID)
+	// The sizes the scan counted are what measuring the body and the input gives, where the decoder kept them.
+	if got.bodySize != (jsonscan.Size{}) {
+		require.Equal(t, jsonscan.Measure(got.body, len(got.body)), got.bodySize)
+	}
+	if got.input != nil && got.inputSize != (jsonscan.Size{}) {
+		require.Equal(t, jsonscan.Measure(got.input, len(got.input)), got.inputSize)
+	}
 	if !d.Timestamp.IsZero() {
 		require.Equal(t, d.Timestamp, time.Unix(0, d.Timestamp.UnixNano()).UTC(), "not representable in a record")
 	}

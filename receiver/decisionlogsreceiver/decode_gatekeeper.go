@@ -5,6 +5,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/otelcol-policy/otelcol-policy/internal/jsonscan"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
@@ -15,8 +16,8 @@ const sourceGatekeeper = "gatekeeper"
 // Both spellings are read in one pass, as the keys do not overlap. The body shares raw's bytes where it can,
 // so the caller must not reuse raw.
 func decodeGatekeeper(raw []byte) (decoded, error) {
-	var buf [jsonStackMembers]jsonMember
-	obj, ms, err := scanJSONEvent(raw, buf[:0])
+	var buf [jsonscan.StackMembers]jsonscan.Member
+	obj, ms, err := jsonscan.Object(raw, buf[:0])
 	if err != nil {
 		return decoded{}, err
 	}
@@ -36,7 +37,7 @@ type gatekeeperEvent struct {
 	timestamp, evaluationTimestamp, ts               []byte
 }
 
-func gatekeeperDecision(obj []byte, ms jsonMembers) (decoded, error) {
+func gatekeeperDecision(obj []byte, ms jsonscan.Members) (decoded, error) {
 	var g gatekeeperEvent
 	for i := range ms {
 		if err := g.read(&ms[i]); err != nil {
@@ -87,13 +88,14 @@ func gatekeeperDecision(obj []byte, ms jsonMembers) (decoded, error) {
 		when = string(firstPresent(g.timestamp, g.evaluationTimestamp, g.ts))
 	}
 	d.ID = contentID(d.Kind, when, d.Policy, d.Rule, g.rGroup, g.rKind, g.rNamespace, g.rName, firstNonEmpty(d.Messages...))
-	body, input := withoutPath(obj, ms, inputPath)
-	return decoded{decision: d, body: body, input: nonNullJSON(input)}, nil
+	ev := withoutInput(obj, ms, inputPath)
+	ev.decision = d
+	return ev, nil
 }
 
 // read takes one member of either spelling.
-func (g *gatekeeperEvent) read(m *jsonMember) error {
-	key := m.name()
+func (g *gatekeeperEvent) read(m *jsonscan.Member) error {
+	key := m.Name()
 	var s *string
 	switch string(key) {
 	// Export messages.
@@ -110,9 +112,9 @@ func (g *gatekeeperEvent) read(m *jsonMember) error {
 	case "enforcementAction":
 		s = &g.action
 	case "enforcementActions":
-		actions, ok := jsonStrings(m.value)
-		if !ok && string(m.value) != "null" {
-			return fieldTypeError("enforcementActions", "an array of strings", m.value)
+		actions, ok := jsonscan.Strings(m.Value)
+		if !ok && string(m.Value) != "null" {
+			return fieldTypeError("enforcementActions", "an array of strings", m.Value)
 		}
 		g.actions = actions
 	case "resourceGroup":
@@ -134,11 +136,11 @@ func (g *gatekeeperEvent) read(m *jsonMember) error {
 	case "requestUserName":
 		s = &g.users[1]
 	case "userInfo":
-		if string(m.value) != "null" && m.value[0] != '{' {
-			return fieldTypeError("userInfo", "an object", m.value)
+		if string(m.Value) != "null" && m.Value[0] != '{' {
+			return fieldTypeError("userInfo", "an object", m.Value)
 		}
 		g.users[2] = ""
-		if u, ok := jsonLookup(m.value, "username"); ok {
+		if u, ok := jsonscan.Lookup(m.Value, "username"); ok {
 			var err error
 			if g.users[2], err = stringField("userInfo.username", u); err != nil {
 				return err
@@ -147,9 +149,9 @@ func (g *gatekeeperEvent) read(m *jsonMember) error {
 	case "username":
 		s = &g.users[3]
 	case "timestamp":
-		g.timestamp = m.value
+		g.timestamp = m.Value
 	case "evaluationTimestamp":
-		g.evaluationTimestamp = m.value
+		g.evaluationTimestamp = m.Value
 	// Log lines.
 	case "event_type":
 		s = &g.eventType
@@ -180,14 +182,14 @@ func (g *gatekeeperEvent) read(m *jsonMember) error {
 	case "msg":
 		s = &g.msg
 	case "ts":
-		g.ts = m.value
+		g.ts = m.Value
 	}
 	if s == nil {
 		return nil
 	}
-	v, ok := jsonString(m.value)
-	if !ok && string(m.value) != "null" {
-		return fieldTypeError(string(key), "a string", m.value)
+	v, ok := jsonscan.String(m.Value)
+	if !ok && string(m.Value) != "null" {
+		return fieldTypeError(string(key), "a string", m.Value)
 	}
 	*s = v
 	return nil
@@ -257,23 +259,4 @@ func strongestAction(actions []string) policyresult.Action {
 		}
 	}
 	return best
-}
-
-func firstNonEmpty(ss ...string) string {
-	for _, s := range ss {
-		if s != "" {
-			return s
-		}
-	}
-	return ""
-}
-
-// firstPresent is the first value that is neither missing nor null.
-func firstPresent(vs ...[]byte) []byte {
-	for _, v := range vs {
-		if len(v) > 0 && string(v) != "null" {
-			return v
-		}
-	}
-	return nil
 }

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/otelcol-policy/otelcol-policy/internal/jsonscan"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
@@ -103,10 +104,10 @@ func newGenericPath(p string) genericPath {
 	return genericPath{name: p, segs: strings.Split(p, ".")}
 }
 
-func (p genericPath) value(ms jsonMembers) ([]byte, bool) { return ms.pathValue(p.segs) }
+func (p genericPath) value(ms jsonscan.Members) ([]byte, bool) { return ms.Path(p.segs) }
 
 // str reads a string at p into dst; a missing or null value leaves dst alone.
-func (p genericPath) str(ms jsonMembers, dst *string) error {
+func (p genericPath) str(ms jsonscan.Members, dst *string) error {
 	v, ok := p.value(ms)
 	if !ok {
 		return nil
@@ -145,8 +146,8 @@ func newGenericDecoder(m GenericMapping) decodeFunc {
 }
 
 func (g *genericDecoder) decode(raw []byte) (decoded, error) {
-	var buf [jsonStackMembers]jsonMember
-	obj, ms, err := scanJSONEvent(raw, buf[:0])
+	var buf [jsonscan.StackMembers]jsonscan.Member
+	obj, ms, err := jsonscan.Object(raw, buf[:0])
 	if err != nil {
 		return decoded{}, err
 	}
@@ -187,8 +188,7 @@ func (g *genericDecoder) decode(raw []byte) (decoded, error) {
 	if d.Action == policyresult.ActionNone && d.Allowed != nil && !*d.Allowed {
 		d.Action = policyresult.ActionDeny
 	}
-	body, input := withoutPath(obj, ms, g.input.segs)
-	input = nonNullJSON(input)
+	ev := withoutInput(obj, ms, g.input.segs)
 	if d.ID == "" {
 		allowed := ""
 		if d.Allowed != nil {
@@ -202,9 +202,10 @@ func (g *genericDecoder) decode(raw []byte) (decoded, error) {
 		}
 		d.ID = contentID(d.Kind, when, d.Policy, d.Rule, d.Resource.APIVersion, d.Resource.Kind,
 			d.Resource.Namespace, d.Resource.Name, strings.Join(d.Messages, "\n"), d.User, d.Operation, allowed,
-			string(d.Action), string(input))
+			string(d.Action), string(ev.input))
 	}
-	return decoded{decision: d, body: body, input: input}, nil
+	ev.decision = d
+	return ev, nil
 }
 
 // genericID accepts a string or, as some producers count their decisions, a number.
@@ -221,13 +222,13 @@ func genericID(name string, v []byte) (string, error) {
 
 // genericAllowed accepts a bool or the usual words for one.
 func genericAllowed(name string, v []byte) (*bool, error) {
-	if b, ok := jsonBool(v); ok {
+	if b, ok := jsonscan.Bool(v); ok {
 		return &b, nil
 	}
 	if string(v) == "null" {
 		return nil, nil
 	}
-	s, ok := jsonString(v)
+	s, ok := jsonscan.String(v)
 	if !ok {
 		return nil, fieldTypeError(name, "a bool or a string", v)
 	}
@@ -244,7 +245,7 @@ func genericAllowed(name string, v []byte) (*bool, error) {
 
 // genericMessages accepts a string or an array of strings.
 func genericMessages(name string, v []byte) ([]string, error) {
-	if s, ok := jsonString(v); ok {
+	if s, ok := jsonscan.String(v); ok {
 		if s == "" {
 			return nil, nil
 		}
@@ -253,7 +254,7 @@ func genericMessages(name string, v []byte) ([]string, error) {
 	if string(v) == "null" {
 		return nil, nil
 	}
-	if ms, ok := jsonStrings(v); ok {
+	if ms, ok := jsonscan.Strings(v); ok {
 		return ms, nil
 	}
 	return nil, fieldTypeError(name, "a string or an array of strings", v)

@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/otelcol-policy/otelcol-policy/internal/jsonscan"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
@@ -77,11 +78,11 @@ func TestDecodeGeneric(t *testing.T) {
 
 // mustWithout returns a fixture without a top-level member.
 func mustWithout(raw []byte, key string) []byte {
-	obj, ms, err := scanJSONEvent(raw, nil)
+	obj, ms, err := jsonscan.Object(raw, nil)
 	if err != nil {
 		panic(err)
 	}
-	body, _ := withoutPath(obj, ms, []string{key})
+	body, _ := jsonscan.WithoutPath(obj, ms, []string{key})
 	return body
 }
 

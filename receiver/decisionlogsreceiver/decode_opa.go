@@ -1,8 +1,10 @@
 package decisionlogsreceiver // import "github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver"
 
 import (
+	"math"
 	"time"
 
+	"github.com/otelcol-policy/otelcol-policy/internal/jsonscan"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
@@ -14,41 +16,153 @@ var inputPath = []string{"input"}
 // decodeOPA decodes one event of OPA's decision log. The body and input share raw's bytes where they can, so
 // the caller must not reuse raw.
 func decodeOPA(raw []byte) (decoded, error) {
-	var buf [jsonStackMembers]jsonMember
-	obj, ms, err := scanJSONEvent(raw, buf[:0])
+	var buf [jsonscan.StackMembers]jsonscan.Member
+	obj, ms, err := jsonscan.Object(raw, buf[:0])
 	if err != nil {
 		return decoded{}, err
 	}
 	return opaDecision(obj, ms)
 }
 
-func opaDecision(obj []byte, ms jsonMembers) (decoded, error) {
-	d := policyresult.Decision{Source: sourceOPA, Kind: policyresult.DecisionKindQuery}
-	var result, input, timestamp []byte
+func opaDecision(obj []byte, ms jsonscan.Members) (decoded, error) {
+	e := readOPA(obj, ms)
+	return e.decode(ms)
+}
+
+// opaSummary is an OPA event as its scan leaves it for the decoder: where the values the decoder reads are, what
+// the body and the input cost as pdata, and what to cut out of the event to make the body. An upload's scan
+// keeps one per event until the whole upload is known to be valid, so it is small, of fixed size and holds no
+// member list (112 bytes: at most 1.1 MB at the default max_events_per_request); the few events it cannot
+// describe are scanned again when decoded.
+type opaSummary struct {
+	obj []byte
+	// The values of the last member of each name, as encoding/json takes them; zero when absent.
+	id, path, result, input, timestamp span
+	// cut is what obj loses to become the body: the input member and a comma beside it; zero when obj has no
+	// input and is the body.
+	cut             span
+	body, inputSize jsonscan.Size
+	// rescan says the decoder needs the members: the event is no object or larger than spans reach, a
+	// decision_id or path is no string (an error to report in member order), or the input is repeated or the
+	// event has space between members (the body is then rebuilt from its members, as for other events).
+	rescan bool
+}
+
+// span is a part of an event, as offsets that fit in int32: a span of an event is kept for every event of an
+// upload.
+type span struct{ start, end int32 }
+
+func (s span) of(obj []byte) []byte {
+	if s.end == 0 {
+		return nil
+	}
+	return obj[s.start:s.end]
+}
+
+// readOPA describes event obj, whose members are ms.
+func readOPA(obj []byte, ms jsonscan.Members) opaSummary {
+	e := opaSummary{obj: obj, body: ms.SizeWithout("input")}
+	if len(obj) > math.MaxInt32 {
+		e.rescan = true
+		return e
+	}
+	inputs, in := 0, 0
 	for i := range ms {
 		m := &ms[i]
-		var err error
-		switch string(m.name()) {
+		at := span{int32(m.End - len(m.Value)), int32(m.End)}
+		switch string(m.Name()) {
 		case "decision_id":
-			d.ID, err = stringField("decision_id", m.value)
+			e.id = at
+			e.rescan = e.rescan || !stringOrNull(m.Value)
 		case "path":
-			d.Policy, err = stringField("path", m.value)
+			e.path = at
+			e.rescan = e.rescan || !stringOrNull(m.Value)
 		case "result":
-			result = m.value
+			e.result = at
 		case "input":
-			input = m.value
+			e.input = at
+			inputs, in = inputs+1, i
 		case "timestamp":
-			timestamp = m.value
-		}
-		if err != nil {
-			return decoded{}, err
+			e.timestamp = at
 		}
 	}
-	ts, err := opaTimestamp(timestamp)
-	if err != nil {
+	if inputs == 0 {
+		return e
+	}
+	e.inputSize = ms[in].Size
+	if inputs > 1 || !compactObject(obj, ms) {
+		e.rescan = true
+		return e
+	}
+	switch m := &ms[in]; {
+	case in < len(ms)-1:
+		e.cut = span{int32(m.Start), int32(ms[in+1].Start)}
+	case in > 0:
+		e.cut = span{int32(ms[in-1].End), int32(m.End)}
+	default:
+		e.cut = span{int32(m.Start), int32(m.End)}
+	}
+	return e
+}
+
+// compactObject tells whether object obj has no space around its members ms, as OPA writes events: then cutting a
+// member and a comma beside it out of obj gives the same bytes as WithoutPath's rebuilding.
+func compactObject(obj []byte, ms jsonscan.Members) bool {
+	end := 0 // of the opening brace, then of each member
+	for i := range ms {
+		if ms[i].Start != end+1 {
+			return false
+		}
+		end = ms[i].End
+	}
+	return end == len(obj)-1
+}
+
+func stringOrNull(v []byte) bool { return v[0] == '"' || string(v) == "null" }
+
+// decode decodes the event; ms are its members, or nil when the caller has not kept them.
+func (e *opaSummary) decode(ms jsonscan.Members) (decoded, error) {
+	if e.rescan && ms == nil {
+		return decodeOPA(e.obj)
+	}
+	id, path, result := e.id.of(e.obj), e.path.of(e.obj), e.result.of(e.obj)
+	input, timestamp := e.input.of(e.obj), e.timestamp.of(e.obj)
+	var ev decoded
+	if e.rescan {
+		for i := range ms {
+			m := &ms[i]
+			if name := string(m.Name()); name == "decision_id" || name == "path" {
+				if _, err := stringField(name, m.Value); err != nil {
+					return decoded{}, err
+				}
+			}
+		}
+		id, _ = ms.Lookup("decision_id")
+		path, _ = ms.Lookup("path")
+		result, _ = ms.Lookup("result")
+		input, _ = ms.Lookup("input")
+		timestamp, _ = ms.Lookup("timestamp")
+		ev = withoutInput(e.obj, ms, inputPath)
+	} else {
+		ev = decoded{body: e.obj, input: nonNullJSON(input), bodySize: e.body, inputSize: e.inputSize}
+		if e.cut != (span{}) {
+			// Sized exactly: the body outlives the event's bytes, and a large input cut out must not stay
+			// allocated as the body's spare capacity.
+			body := make([]byte, 0, len(e.obj)-int(e.cut.end-e.cut.start))
+			ev.body = append(append(body, e.obj[:e.cut.start]...), e.obj[e.cut.end:]...)
+		}
+	}
+	d := policyresult.Decision{Source: sourceOPA, Kind: policyresult.DecisionKindQuery}
+	var err error
+	if id != nil {
+		d.ID, _ = stringField("decision_id", id)
+	}
+	if path != nil {
+		d.Policy, _ = stringField("path", path)
+	}
+	if d.Timestamp, err = opaTimestamp(timestamp); err != nil {
 		return decoded{}, err
 	}
-	d.Timestamp = ts
 	d.Allowed, d.Messages = opaResult(result)
 	if d.Allowed != nil && !*d.Allowed {
 		d.Action = policyresult.ActionDeny
@@ -58,8 +172,8 @@ func opaDecision(obj []byte, ms jsonMembers) (decoded, error) {
 		// OPA always sends one; an event without is hashed so that redeliveries still collapse.
 		d.ID = contentID(sourceOPA, d.Policy, string(timestamp), string(result), string(input))
 	}
-	body, input := withoutPath(obj, ms, inputPath)
-	return decoded{decision: d, body: body, input: nonNullJSON(input)}, nil
+	ev.decision = d
+	return ev, nil
 }
 
 // opaTimestamp reads OPA's RFC 3339 timestamp; OPA never sends a number, so neither is accepted.
@@ -70,51 +184,43 @@ func opaTimestamp(v []byte) (t time.Time, err error) {
 	return timeField("timestamp", v)
 }
 
-// nonNullJSON turns a JSON null into no value.
-func nonNullJSON(v []byte) []byte {
-	if len(v) == 0 || string(v) == "null" {
-		return nil
-	}
-	return v
-}
-
 // opaResult reads the allow/deny answer from a result, whose shape is the policy's own: a boolean, an object
 // with allowed (OPA's authorization response shape) or allow, or an AdmissionReview as kube-mgmt policies
 // return it. The messages come from the AdmissionReview's status or the common deny[msg] / violations sets.
 func opaResult(result []byte) (*bool, []string) {
-	if b, ok := jsonBool(result); ok {
+	if b, ok := jsonscan.Bool(result); ok {
 		return &b, nil
 	}
 	var allowed, responseAllowed, allow []byte
 	var statusMessage string
 	var deny, violations []string
-	c := jsonCursor{d: result}
-	c.eachMember(func(name []byte) {
+	c := jsonscan.NewCursor(result)
+	c.EachMember(func(name []byte) {
 		switch string(name) {
 		case "allowed":
-			allowed = c.value()
+			allowed = c.Value()
 		case "allow":
-			allow = c.value()
+			allow = c.Value()
 		case "response":
 			// A repeated key replaces the earlier value whole, as in encoding/json.
 			responseAllowed, statusMessage = nil, ""
-			c.eachMember(func(name []byte) {
+			c.EachMember(func(name []byte) {
 				switch string(name) {
 				case "allowed":
-					responseAllowed = c.value()
+					responseAllowed = c.Value()
 				case "status":
 					statusMessage = ""
-					c.eachMember(func(name []byte) {
+					c.EachMember(func(name []byte) {
 						if string(name) == "message" {
-							statusMessage = c.str()
+							statusMessage = c.Str()
 						}
 					})
 				}
 			})
 		case "deny":
-			deny, _ = jsonStrings(c.value())
+			deny, _ = jsonscan.Strings(c.Value())
 		case "violations":
-			violations, _ = jsonStrings(c.value())
+			violations, _ = jsonscan.Strings(c.Value())
 		}
 	})
 	var msgs []string
@@ -127,7 +233,7 @@ func opaResult(result []byte) (*bool, []string) {
 		msgs = violations
 	}
 	for _, v := range [...][]byte{allowed, responseAllowed, allow} {
-		if b, ok := jsonBool(v); ok {
+		if b, ok := jsonscan.Bool(v); ok {
 			return &b, msgs
 		}
 	}
@@ -140,11 +246,11 @@ func opaResult(result []byte) (*bool, []string) {
 func opaAdmission(input []byte, d *policyresult.Decision) {
 	var review bool
 	var r admissionRequest
-	c := jsonCursor{d: input}
-	c.eachMember(func(name []byte) {
+	c := jsonscan.NewCursor(input)
+	c.EachMember(func(name []byte) {
 		switch string(name) {
 		case "kind":
-			review = c.str() == "AdmissionReview"
+			review = c.Str() == "AdmissionReview"
 		case "request":
 			r = admissionRequest{}
 			r.read(&c)
@@ -171,34 +277,34 @@ type admissionRequest struct {
 	objectName, objectUID, oldObjectName, oldObjectUID          string
 }
 
-func (r *admissionRequest) read(c *jsonCursor) {
-	c.eachMember(func(name []byte) {
+func (r *admissionRequest) read(c *jsonscan.Cursor) {
+	c.EachMember(func(name []byte) {
 		switch string(name) {
 		case "uid":
-			r.uid = c.str()
+			r.uid = c.Str()
 		case "kind":
 			r.group, r.version, r.kind = "", "", ""
-			c.eachMember(func(name []byte) {
+			c.EachMember(func(name []byte) {
 				switch string(name) {
 				case "group":
-					r.group = c.str()
+					r.group = c.Str()
 				case "version":
-					r.version = c.str()
+					r.version = c.Str()
 				case "kind":
-					r.kind = c.str()
+					r.kind = c.Str()
 				}
 			})
 		case "namespace":
-			r.namespace = c.str()
+			r.namespace = c.Str()
 		case "name":
-			r.name = c.str()
+			r.name = c.Str()
 		case "operation":
-			r.operation = c.str()
+			r.operation = c.Str()
 		case "userInfo":
 			r.user = ""
-			c.eachMember(func(name []byte) {
+			c.EachMember(func(name []byte) {
 				if string(name) == "username" {
-					r.user = c.str()
+					r.user = c.Str()
 				}
 			})
 		case "object":
@@ -210,18 +316,18 @@ func (r *admissionRequest) read(c *jsonCursor) {
 }
 
 // readObjectMeta reads metadata.name and metadata.uid of a Kubernetes object.
-func readObjectMeta(c *jsonCursor) (name, uid string) {
-	c.eachMember(func(key []byte) {
+func readObjectMeta(c *jsonscan.Cursor) (name, uid string) {
+	c.EachMember(func(key []byte) {
 		if string(key) != "metadata" {
 			return
 		}
 		name, uid = "", ""
-		c.eachMember(func(key []byte) {
+		c.EachMember(func(key []byte) {
 			switch string(key) {
 			case "name":
-				name = c.str()
+				name = c.Str()
 			case "uid":
-				uid = c.str()
+				uid = c.Str()
 			}
 		})
 	})

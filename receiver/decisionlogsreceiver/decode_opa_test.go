@@ -5,6 +5,7 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/otelcol-policy/otelcol-policy/internal/jsonscan"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
@@ -107,11 +108,11 @@ func TestDecodeOPA(t *testing.T) {
 
 // mustJSONMember returns the value of a top-level member of a fixture.
 func mustJSONMember(raw []byte, key string) []byte {
-	_, ms, err := scanJSONEvent(raw, nil)
+	_, ms, err := jsonscan.Object(raw, nil)
 	if err != nil {
 		panic(err)
 	}
-	v, _ := ms.lookup(key)
+	v, _ := ms.Lookup(key)
 	return v
 }
 

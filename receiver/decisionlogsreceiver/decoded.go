@@ -3,6 +3,7 @@ package decisionlogsreceiver // import "github.com/otelcol-policy/otelcol-policy
 import (
 	"encoding/json"
 
+	"github.com/otelcol-policy/otelcol-policy/internal/jsonscan"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
@@ -15,6 +16,9 @@ type decoded struct {
 	body json.RawMessage
 	// input is the event's input as JSON, or nil when it has none.
 	input json.RawMessage
+	// bodySize and inputSize are what the body and the input cost as pdata, counted by the scan that validated
+	// the event; zero when the decoder rewrote nested objects, and then the price measures them.
+	bodySize, inputSize jsonscan.Size
 	// withInput says the input goes into the record's body, as the receiver's price decided.
 	withInput bool
 }
@@ -22,3 +26,18 @@ type decoded struct {
 // decodeFunc decodes one JSON event. The error names the field that is wrong; the caller adds the line or
 // request and counts it.
 type decodeFunc func(raw []byte) (decoded, error)
+
+// withoutInput is an event's body and input: event obj, whose members are ms, without the input at path. An
+// input at the top level, which is where all but nested generic mappings keep it, is priced from the members'
+// sizes.
+func withoutInput(obj []byte, ms jsonscan.Members, path []string) decoded {
+	body, input := jsonscan.WithoutPath(obj, ms, path)
+	ev := decoded{body: body, input: nonNullJSON(input)}
+	if len(path) == 1 {
+		ev.bodySize = ms.SizeWithout(path[0])
+		if m := ms.Last(path[0]); m != nil {
+			ev.inputSize = m.Size
+		}
+	}
+	return ev
+}

@@ -1,9 +1,7 @@
 package decisionlogsreceiver // import "github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver"
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -93,8 +91,8 @@ func (e *opaEndpoint) handle(w http.ResponseWriter, req *http.Request) {
 	// The events are decoded and delivered a batch at a time, so that the records built from an upload are at
 	// most one batch whatever its size; the answer waits for all of them.
 	var b batch
-	for i, raw := range events {
-		ev, err := decodeOPA(raw)
+	for i := range events {
+		ev, err := events[i].decode(nil)
 		if err != nil {
 			// One bad event does not cost OPA the rest of its chunk.
 			e.r.rejected(&e.limiter, opaListener, "event", 1, zap.Int("event", i), zap.Error(err))
@@ -154,65 +152,6 @@ func (e *opaEndpoint) deliver(w http.ResponseWriter, req *http.Request, b *batch
 	w.Header().Set("Retry-After", "5")
 	http.Error(w, "the pipeline is refusing data; retry later", http.StatusServiceUnavailable)
 	return false
-}
-
-// errTooManyEvents is splitEvents' answer to an upload of more than its maximum of events.
-var errTooManyEvents = errors.New("too many events")
-
-// splitEvents reads the upload: a JSON array of at most maxEvents events (OPA's format), or a single event
-// object. It finds the events with the decoders' scanner rather than encoding/json, which would scan and copy
-// the whole upload once more before each event is decoded.
-func splitEvents(body []byte, maxEvents int) ([]json.RawMessage, error) {
-	body = bytes.TrimSpace(body)
-	if len(body) > 0 && body[0] == '{' {
-		end, err := scanJSONValue(body, 0, 0)
-		if err != nil || end != len(body) {
-			return nil, fmt.Errorf("want a JSON array of decision events (or one event object): %v", errOr(err, "data after the object"))
-		}
-		return []json.RawMessage{body}, nil
-	}
-	if len(body) == 0 || body[0] != '[' {
-		return nil, errors.New("want a JSON array of decision events")
-	}
-	var events []json.RawMessage
-	i := skipJSONSpace(body, 1)
-	if i < len(body) && body[i] == ']' {
-		i++
-	} else {
-		for {
-			if len(events) == maxEvents {
-				return nil, errTooManyEvents
-			}
-			end, err := scanJSONValue(body, i, 1)
-			if err != nil {
-				return nil, fmt.Errorf("event %d: %w", len(events), err)
-			}
-			events = append(events, body[i:end])
-			i = skipJSONSpace(body, end)
-			if i >= len(body) {
-				return nil, errors.New("unexpected end of the array")
-			}
-			if body[i] == ']' {
-				i++
-				break
-			}
-			if body[i] != ',' {
-				return nil, fmt.Errorf("want ',' or ']' at byte %d", i)
-			}
-			i = skipJSONSpace(body, i+1)
-		}
-	}
-	if skipJSONSpace(body, i) != len(body) {
-		return nil, errors.New("data after the array")
-	}
-	return events, nil
-}
-
-func errOr(err error, msg string) any {
-	if err != nil {
-		return err
-	}
-	return msg
 }
 
 // bodyPool holds the memory of the upload bodies read and decoded at once to max_concurrent_requests ×

@@ -17,7 +17,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
-	"github.com/otelcol-policy/otelcol-policy/pkg/jsonpdata"
+	"github.com/otelcol-policy/otelcol-policy/internal/jsonpdata"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 	"github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver/internal/metadata"
 )

@@ -1,0 +1,62 @@
+package jsonscan // import "github.com/otelcol-policy/otelcol-policy/internal/jsonscan"
+
+// Size is what a value costs once built as pdata, in the units the decision receiver prices records in:
+// Values counts its values (an array's elements, an object's members, and the containers themselves) and Widest
+// is the member count of its widest object. An empty container counts as one value more, and an empty object
+// as one member: on the safe side, and what a count of commas and brackets gives.
+type Size struct {
+	Values, Widest int
+}
+
+// Measure is the Size of validated JSON d. It stops once there are more than maxValues values, so that
+// measuring a value of millions of elements costs no more than measuring one of maxValues.
+func Measure(d []byte, maxValues int) Size {
+	// The member counts of the open containers, -1 for arrays; events nest a few levels deep.
+	var buf [16]int
+	open := buf[:0]
+	s := Size{Values: 1}
+	for i := 0; i < len(d) && s.Values <= maxValues; i++ {
+		switch d[i] {
+		case '"':
+			i = skipString(d, i) - 1
+		case '{':
+			s.Values++
+			s.Widest = max(s.Widest, 1)
+			open = append(open, 1)
+		case '[':
+			s.Values++
+			open = append(open, -1)
+		case ',':
+			s.Values++
+			if n := len(open); n > 0 && open[n-1] > 0 {
+				open[n-1]++
+				s.Widest = max(s.Widest, open[n-1])
+			}
+		case '}', ']':
+			if len(open) > 0 {
+				open = open[:len(open)-1]
+			}
+		}
+	}
+	return s
+}
+
+// SizeWithout is the Size of the object whose members are ms without those named name, which is what
+// WithoutPath makes of it for a path of one key: it is counted from the members' sizes, without a pass over
+// the object.
+func (ms Members) SizeWithout(name string) Size {
+	kept := 0
+	s := Size{Values: 1}
+	for i := range ms {
+		m := &ms[i]
+		if string(m.Name()) == name {
+			continue
+		}
+		kept++
+		s.Values += m.Size.Values - 1
+		s.Widest = max(s.Widest, m.Size.Widest)
+	}
+	s.Values += max(kept, 1)
+	s.Widest = max(s.Widest, kept, 1)
+	return s
+}
