@@ -139,11 +139,7 @@ var ErrNotDecision = fmt.Errorf("not a %s record", EventDecision)
 // ReadDecisionLogRecord reads a decision back from a record written by WriteDecisionLogRecord.
 func ReadDecisionLogRecord(res pcommon.Resource, lr plog.LogRecord) (Decision, error) {
 	attrs := lr.Attributes()
-	event := lr.EventName()
-	if event == "" {
-		event = str(attrs, AttrEventName)
-	}
-	if event != EventDecision {
+	if event := EventName(lr); event != EventDecision {
 		return Decision{}, fmt.Errorf("%w: event name %q", ErrNotDecision, event)
 	}
 	d := Decision{

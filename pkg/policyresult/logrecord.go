@@ -18,7 +18,11 @@ func WriteResource(res pcommon.Resource, cluster string) {
 // WriteLogRecord writes r into lr as a policy.result record: event name, severity, timestamp and every
 // attribute of the model, including the computed key and ID. Empty optional fields are left out rather than
 // written as empty strings. The body is the caller's: receivers put the source's own result there.
-func WriteLogRecord(r *Result, lr plog.LogRecord) {
+func WriteLogRecord(r *Result, lr plog.LogRecord) { WriteHashedLogRecord(r, r.Hashes(), lr) }
+
+// WriteHashedLogRecord is WriteLogRecord with r's key and ID computed before (r.Hashes()), by a component that
+// keeps them anyway: a result is hashed once on its way through.
+func WriteHashedLogRecord(r *Result, h Hashes, lr plog.LogRecord) {
 	lr.SetEventName(EventResult)
 	sev := RecordSeverity(r.Outcome, r.Severity)
 	lr.SetSeverityNumber(sev)
@@ -40,8 +44,8 @@ func WriteLogRecord(r *Result, lr plog.LogRecord) {
 		attrs.PutBool(AttrScored, *r.Scored)
 	}
 	putNonEmpty(attrs, AttrMessage, r.Message)
-	attrs.PutStr(AttrResultKey, r.Key())
-	attrs.PutStr(AttrResultID, r.ID())
+	attrs.PutStr(AttrResultKey, h.Key.String())
+	attrs.PutStr(AttrResultID, h.ID.String())
 	putNonEmpty(attrs, AttrResultState, string(r.State))
 
 	putNonEmpty(attrs, AttrResourceAPIVersion, r.Resource.APIVersion)
@@ -69,11 +73,7 @@ var ErrNotResult = errors.New("not a policy.result record")
 // matches the identity attributes (a processor rewrote one of them without recomputing the key).
 func ReadLogRecord(res pcommon.Resource, lr plog.LogRecord) (Result, error) {
 	attrs := lr.Attributes()
-	event := lr.EventName()
-	if event == "" {
-		event = str(attrs, AttrEventName)
-	}
-	if event != EventResult {
+	if event := EventName(lr); event != EventResult {
 		return Result{}, fmt.Errorf("%w: event name %q", ErrNotResult, event)
 	}
 
@@ -126,11 +126,4 @@ func ReadLogRecord(res pcommon.Resource, lr plog.LogRecord) (Result, error) {
 		return Result{}, fmt.Errorf("attribute %s is %s but the identity attributes give %s", AttrResultKey, key, r.Key())
 	}
 	return r, nil
-}
-
-func str(attrs pcommon.Map, name string) string {
-	if v, ok := attrs.Get(name); ok {
-		return v.AsString()
-	}
-	return ""
 }
