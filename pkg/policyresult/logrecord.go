@@ -3,6 +3,7 @@ package policyresult // import "github.com/otelcol-policy/otelcol-policy/pkg/pol
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -23,17 +24,7 @@ func WriteLogRecord(r *Result, lr plog.LogRecord) { WriteHashedLogRecord(r, r.Ha
 // WriteHashedLogRecord is WriteLogRecord with r's key and ID computed before (r.Hashes()), by a component that
 // keeps them anyway: a result is hashed once on its way through.
 func WriteHashedLogRecord(r *Result, h Hashes, lr plog.LogRecord) {
-	lr.SetEventName(EventResult)
-	sev := RecordSeverity(r.Outcome, r.Severity)
-	lr.SetSeverityNumber(sev)
-	lr.SetSeverityText(severityText(sev))
-	if !r.Timestamp.IsZero() {
-		lr.SetTimestamp(pcommon.NewTimestampFromTime(r.Timestamp))
-	}
-
-	attrs := lr.Attributes()
-	attrs.EnsureCapacity(20)
-	attrs.PutStr(AttrEventName, EventResult)
+	attrs := writeEvent(lr, EventResult, RecordSeverity(r.Outcome, r.Severity), r.Timestamp, 20)
 	putNonEmpty(attrs, AttrSource, r.Source)
 	putNonEmpty(attrs, AttrPolicy, r.Policy)
 	putNonEmpty(attrs, AttrRule, r.Rule)
@@ -57,6 +48,21 @@ func WriteHashedLogRecord(r *Result, h Hashes, lr plog.LogRecord) {
 	putNonEmpty(attrs, AttrReportKind, r.Report.Kind)
 	putNonEmpty(attrs, AttrReportNamespace, r.Report.Namespace)
 	putNonEmpty(attrs, AttrReportName, r.Report.Name)
+}
+
+// writeEvent begins every record of the model: the event name, in the field and in the attribute (see
+// AttrEventName), the severity, and the time when known. It returns the attributes, with room for n.
+func writeEvent(lr plog.LogRecord, event string, sev plog.SeverityNumber, ts time.Time, n int) pcommon.Map {
+	lr.SetEventName(event)
+	lr.SetSeverityNumber(sev)
+	lr.SetSeverityText(severityText(sev))
+	if !ts.IsZero() {
+		lr.SetTimestamp(pcommon.NewTimestampFromTime(ts))
+	}
+	attrs := lr.Attributes()
+	attrs.EnsureCapacity(n)
+	attrs.PutStr(AttrEventName, event)
+	return attrs
 }
 
 func putNonEmpty(attrs pcommon.Map, name, value string) {

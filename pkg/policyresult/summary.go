@@ -108,15 +108,7 @@ const summaryHashVersion = "policysummary/v1"
 
 // WriteSummaryLogRecord writes s into lr as a policy.summary record.
 func WriteSummaryLogRecord(s *Summary, lr plog.LogRecord) {
-	lr.SetEventName(EventSummary)
-	lr.SetSeverityNumber(plog.SeverityNumberInfo)
-	lr.SetSeverityText(severityText(plog.SeverityNumberInfo))
-	if !s.Timestamp.IsZero() {
-		lr.SetTimestamp(pcommon.NewTimestampFromTime(s.Timestamp))
-	}
-	attrs := lr.Attributes()
-	attrs.EnsureCapacity(len(s.Attributes) + 14)
-	attrs.PutStr(AttrEventName, EventSummary)
+	attrs := writeEvent(lr, EventSummary, plog.SeverityNumberInfo, s.Timestamp, len(s.Attributes)+14)
 	for _, a := range s.Attributes {
 		putNonEmpty(attrs, a.Name, a.Value)
 	}
