@@ -1,13 +1,11 @@
 package policymetricsconnector // import "github.com/otelcol-policy/otelcol-policy/connector/policymetricsconnector"
 
 import (
-	"encoding/binary"
 	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/resultstate"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
@@ -44,12 +42,8 @@ func (d *decisionCounts) len() int {
 // add counts one decision; values is scratch space.
 func (d *decisionCounts) add(res, attrs pcommon.Map, values []string, now time.Time) {
 	values = values[:len(d.names)]
-	resultstate.GroupValues(res, attrs, d.names, values)
-	b := d.buf[:0]
-	for _, v := range values {
-		b = binary.AppendUvarint(b, uint64(len(v)))
-		b = append(b, v...)
-	}
+	policyresult.LookupStrings(res, attrs, d.names, values)
+	b := policyresult.AppendFields(d.buf[:0], values...)
 	d.buf = b
 	s, ok := d.series[string(b)]
 	switch {
@@ -69,9 +63,5 @@ func (d *decisionCounts) add(res, attrs pcommon.Map, values []string, now time.T
 
 // isDecision reports whether lr is a policy.decision record.
 func isDecision(lr plog.LogRecord) bool {
-	if e := lr.EventName(); e != "" {
-		return e == policyresult.EventDecision
-	}
-	v, ok := lr.Attributes().Get(policyresult.AttrEventName)
-	return ok && v.Str() == policyresult.EventDecision
+	return policyresult.EventName(lr) == policyresult.EventDecision
 }

@@ -51,8 +51,9 @@ type Config struct {
 	Producer ProducerConfig `mapstructure:"producer"`
 	Auth     AuthConfig     `mapstructure:"auth"`
 
-	// RecordKeyAttribute names the log record attribute whose value is the Kafka record key. Summaries are keyed
-	// by policy.summary.key instead, so that one compacted topic holds both kinds.
+	// RecordKeyAttribute names the log record attribute whose value is the Kafka record key of results and records
+	// of other events. Summaries and decisions are keyed by their own identity attribute
+	// (policyresult.IdentityAttribute) instead, so that one compacted topic holds every kind.
 	RecordKeyAttribute string `mapstructure:"record_key_attribute"`
 	// TopicFromAttribute names a resource or record attribute (the record's wins) whose value is the topic; records
 	// without it go to logs::topic.

@@ -21,7 +21,7 @@ import (
 	"github.com/otelcol-policy/otelcol-policy/pkg/recordjson"
 )
 
-// mixedLogs holds three results, a summary, a decision (no result key), and a result routed to another topic.
+// mixedLogs holds three results, a summary, a decision (keyed by its ID), and a result routed to another topic.
 func mixedLogs(otherTopicAttr, otherTopic string) plog.Logs {
 	ld := resultLogs(3, "label team is required")
 	appendSummary(ld, "summary-1")
@@ -45,13 +45,9 @@ func TestProducesKeyedJSONRecords(t *testing.T) {
 
 	recs := consume(t, c.ListenAddrs(), 5, testTopic)
 	keys := map[string]bool{}
-	var nullKeys int
 	for _, r := range recs {
-		if r.Key == nil {
-			nullKeys++
-		} else {
-			keys[string(r.Key)] = true
-		}
+		require.NotNil(t, r.Key, "every record of the batch has an identity attribute")
+		keys[string(r.Key)] = true
 		var line map[string]any
 		require.NoError(t, json.Unmarshal(r.Value, &line), "value %s", r.Value)
 		event, ok := header(r, policyresult.AttrEventName)
@@ -71,7 +67,7 @@ func TestProducesKeyedJSONRecords(t *testing.T) {
 			_, hasSource := header(r, policyresult.AttrSource)
 			assert.False(t, hasSource)
 		case policyresult.EventDecision:
-			assert.Nil(t, r.Key)
+			assert.Equal(t, "decision-1", string(r.Key))
 			assert.Equal(t, "decision-1", line[policyresult.AttrDecisionID])
 			src, _ := header(r, policyresult.AttrSource)
 			assert.Equal(t, "gatekeeper", src)
@@ -79,8 +75,8 @@ func TestProducesKeyedJSONRecords(t *testing.T) {
 			t.Fatalf("unexpected event %q", event)
 		}
 	}
-	assert.Equal(t, map[string]bool{resultKey(0): true, resultKey(1): true, resultKey(2): true, "summary-1": true}, keys)
-	assert.Equal(t, 1, nullKeys)
+	assert.Equal(t, map[string]bool{resultKey(0): true, resultKey(1): true, resultKey(2): true, "summary-1": true,
+		"decision-1": true}, keys)
 
 	routed := consume(t, c.ListenAddrs(), 1, other)
 	assert.Equal(t, resultKey(3), string(routed[0].Key))

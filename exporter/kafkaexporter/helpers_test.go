@@ -140,7 +140,7 @@ func appendSummary(ld plog.Logs, key string) plog.LogRecord {
 	return lr
 }
 
-// appendDecision adds a decision record, which has no result key.
+// appendDecision adds a decision record, which has a decision ID and no result key.
 func appendDecision(ld plog.Logs, id string) plog.LogRecord {
 	lr := ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().AppendEmpty()
 	allowed := false

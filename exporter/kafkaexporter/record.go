@@ -39,13 +39,21 @@ func newRecordBuilder(cfg *Config) *recordBuilder {
 	return b
 }
 
-// eventName reads the record's EventName field, falling back to the attribute for producers that set only the
-// attribute.
-func eventName(lr plog.LogRecord) string {
-	if e := lr.EventName(); e != "" {
-		return e
+// key is the record key: the value of the identity attribute of the record's event (policyresult.
+// IdentityAttribute: the summary key of a summary, the decision ID of a decision), and of record_key_attribute for
+// results and records of other events. nil (a null key) when the attribute is missing or empty: an empty key
+// would make all such records one key to a compacted topic, which then keeps only the last of them.
+func (b *recordBuilder) key(lr plog.LogRecord) []byte {
+	name := b.keyAttr
+	if event := policyresult.EventName(lr); event != policyresult.EventResult {
+		if id := policyresult.IdentityAttribute(event); id != "" {
+			name = id
+		}
 	}
-	return attrString(lr.Attributes(), policyresult.AttrEventName)
+	if k := attrString(lr.Attributes(), name); k != "" {
+		return []byte(k)
+	}
+	return nil
 }
 
 func attrString(m pcommon.Map, name string) string {
@@ -59,44 +67,27 @@ func attrString(m pcommon.Map, name string) string {
 	return v.AsString()
 }
 
-// key is the record key: the summary key for summaries, which carry no result key, and the configured attribute
-// for everything else. nil (a null key) when the attribute is missing or empty: an empty key would make all such
-// records one key to a compacted topic, which then keeps only the last of them.
-func (b *recordBuilder) key(lr plog.LogRecord) []byte {
-	name := b.keyAttr
-	if eventName(lr) == policyresult.EventSummary {
-		name = policyresult.AttrSummaryKey
-	}
-	if k := attrString(lr.Attributes(), name); k != "" {
-		return []byte(k)
-	}
-	return nil
-}
-
-// topicFor is the value of topic_from_attribute on the record, else on its resource, when topic_allowlist names
-// it, else logs::topic. refused is the attribute's value when the allowlist does not name it (the record goes to
-// logs::topic).
+// topicFor is the value of topic_from_attribute (policyresult.Lookup: the record's, else its resource's) when
+// topic_allowlist names it, else logs::topic. refused is the attribute's value when the allowlist does not name
+// it (the record goes to logs::topic).
 func (b *recordBuilder) topicFor(res pcommon.Resource, lr plog.LogRecord) (topic, refused string) {
 	if b.topicAttr == "" {
 		return b.topic, ""
 	}
-	t := attrString(lr.Attributes(), b.topicAttr)
-	if t == "" {
-		t = attrString(res.Attributes(), b.topicAttr)
-	}
-	switch {
+	switch t := policyresult.LookupString(res.Attributes(), lr.Attributes(), b.topicAttr); {
 	case t == "":
 		return b.topic, ""
 	case t == b.topic || b.allowed[t]:
 		return t, ""
+	default:
+		return b.topic, t
 	}
-	return b.topic, t
 }
 
 // headers let a consumer route or filter records without decoding the value.
 func headers(lr plog.LogRecord) []kgo.RecordHeader {
 	hs := make([]kgo.RecordHeader, 0, 2)
-	if e := eventName(lr); e != "" {
+	if e := policyresult.EventName(lr); e != "" {
 		hs = append(hs, kgo.RecordHeader{Key: policyresult.AttrEventName, Value: []byte(e)})
 	}
 	if s := attrString(lr.Attributes(), policyresult.AttrSource); s != "" {

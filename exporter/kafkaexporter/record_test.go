@@ -50,13 +50,48 @@ func TestRecordKeyTopicAndHeaders(t *testing.T) {
 			wantHeaders: []kgo.RecordHeader{{Key: policyresult.AttrEventName, Value: []byte(policyresult.EventSummary)}},
 		},
 		{
-			name: "decision without the key attribute has a null key",
+			name: "decision keyed by decision id",
 			record: func(lr plog.LogRecord) {
 				lr.SetEventName(policyresult.EventDecision)
 				lr.Attributes().PutStr(policyresult.AttrDecisionID, "d1")
+				lr.Attributes().PutStr(policyresult.AttrResultKey, "rk")
+			},
+			wantKey:     []byte("d1"),
+			wantTopic:   "default",
+			wantHeaders: []kgo.RecordHeader{{Key: policyresult.AttrEventName, Value: []byte(policyresult.EventDecision)}},
+		},
+		{
+			name:    "decision keyed by decision id whatever record_key_attribute says, event name from the attribute",
+			keyAttr: policyresult.AttrResultID,
+			record: func(lr plog.LogRecord) {
+				lr.Attributes().PutStr(policyresult.AttrEventName, policyresult.EventDecision)
+				lr.Attributes().PutStr(policyresult.AttrDecisionID, "d1")
+				lr.Attributes().PutStr(policyresult.AttrResultID, "ri")
+			},
+			wantKey:     []byte("d1"),
+			wantTopic:   "default",
+			wantHeaders: []kgo.RecordHeader{{Key: policyresult.AttrEventName, Value: []byte(policyresult.EventDecision)}},
+		},
+		{
+			name: "decision without a decision id has a null key",
+			record: func(lr plog.LogRecord) {
+				lr.SetEventName(policyresult.EventDecision)
+				lr.Attributes().PutStr(policyresult.AttrResultKey, "rk")
 			},
 			wantTopic:   "default",
 			wantHeaders: []kgo.RecordHeader{{Key: policyresult.AttrEventName, Value: []byte(policyresult.EventDecision)}},
+		},
+		{
+			name:    "result keyed by record_key_attribute",
+			keyAttr: policyresult.AttrResultID,
+			record: func(lr plog.LogRecord) {
+				lr.SetEventName(policyresult.EventResult)
+				lr.Attributes().PutStr(policyresult.AttrResultKey, "rk")
+				lr.Attributes().PutStr(policyresult.AttrResultID, "ri")
+			},
+			wantKey:     []byte("ri"),
+			wantTopic:   "default",
+			wantHeaders: []kgo.RecordHeader{{Key: policyresult.AttrEventName, Value: []byte(policyresult.EventResult)}},
 		},
 		{
 			name:    "configured key attribute, non-string value",
@@ -84,6 +119,12 @@ func TestRecordKeyTopicAndHeaders(t *testing.T) {
 		{
 			name:      "empty topic attribute falls back",
 			record:    func(lr plog.LogRecord) { lr.Attributes().PutStr(topicAttr, "") },
+			wantTopic: "default", wantHeaders: []kgo.RecordHeader{},
+		},
+		{
+			name:      "an empty topic on the record wins over the resource",
+			record:    func(lr plog.LogRecord) { lr.Attributes().PutStr(topicAttr, "") },
+			resource:  func(res pcommon.Resource) { res.Attributes().PutStr(topicAttr, "from-resource") },
 			wantTopic: "default", wantHeaders: []kgo.RecordHeader{},
 		},
 		{

@@ -13,6 +13,8 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
 // NullPartition is the value of an attribute partition when the record has no such attribute or an empty one.
@@ -136,7 +138,7 @@ func appendInt(dst []byte, v, width int) []byte {
 }
 
 // partitionName turns an attribute name into a partition column name the engines accept unquoted: lower case
-// letters, digits and underscores ("k8s.cluster.name" becomes "k8s_cluster_name").
+// letters, digits and underscores (k8s.cluster.name becomes k8s_cluster_name).
 func partitionName(attr string) string {
 	b := []byte(strings.ToLower(attr))
 	for i, c := range b {
@@ -258,20 +260,13 @@ func newKeyLayout(cfg *Config, ext string) (*keyLayout, error) {
 	return l, nil
 }
 
-// appendPartition appends the partition path of a record, without slashes around it. The time is the record's
-// timestamp, else its observed timestamp, in UTC; a record with neither lands in 1970, never in the time of
-// the export, which would move a retried batch into another partition. shortened counts the values that were
-// too long for a key.
+// appendPartition appends the partition path of a record, without slashes around it. An attribute's value is
+// the record's, else its resource's (policyresult.Lookup). The time is the record's timestamp, else its
+// observed timestamp, in UTC; a record with neither lands in 1970, never in the time of the export, which
+// would move a retried batch into another partition. shortened counts the values that were too long for a key.
 func (l *keyLayout) appendPartition(dst []byte, res pcommon.Resource, lr plog.LogRecord) (path []byte, shortened int) {
 	for _, a := range l.attrs {
-		v, ok := lr.Attributes().Get(a.attr)
-		if !ok {
-			v, ok = res.Attributes().Get(a.attr)
-		}
-		s := ""
-		if ok {
-			s = v.AsString()
-		}
+		s := policyresult.LookupString(res.Attributes(), lr.Attributes(), a.attr)
 		dst = append(dst, a.name...)
 		dst = append(dst, '=')
 		var short bool

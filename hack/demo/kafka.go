@@ -13,6 +13,8 @@ import (
 
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
+
+	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
 // kafka runs a one-broker Kafka-protocol cluster (franz-go's kfake, as the project's tests use) on
@@ -78,7 +80,7 @@ func consume(args []string) error {
 			ev := ""
 			for _, h := range rec.Headers {
 				headers = append(headers, h.Key+"="+string(h.Value))
-				if h.Key == "event.name" {
+				if h.Key == policyresult.AttrEventName {
 					ev = string(h.Value)
 				}
 			}

@@ -20,6 +20,8 @@ import (
 	"github.com/twmb/franz-go/pkg/kgo"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
+
+	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
 // report is what each destination holds.
@@ -62,11 +64,11 @@ func sum(m map[string]int) int {
 // summary in the file, the same records in S3 and Kafka, every result in the results server, and metrics.
 func (r *report) complete(wantDecisions int) bool {
 	total := sum(r.fileByEvent)
-	results := r.fileByEvent["policy.result"]
-	return results > 0 && r.fileByEvent["policy.decision"] >= wantDecisions && r.fileByEvent["policy.summary"] > 0 &&
+	results := r.fileByEvent[policyresult.EventResult]
+	return results > 0 && r.fileByEvent[policyresult.EventDecision] >= wantDecisions && r.fileByEvent[policyresult.EventSummary] > 0 &&
 		sum(r.s3ByEvent) == total && sum(r.kafkaByEvent) == total &&
 		r.fleet.Total == r.fileCurrent &&
-		r.metricNames["policy.results"] > 0 && r.metricNames["policy.decisions"] > 0
+		r.metricNames[policyresult.MetricResults] > 0 && r.metricNames[policyresult.MetricDecisions] > 0
 }
 
 // waitReport reads every destination until complete or timeout, and returns the last reading.
@@ -153,22 +155,19 @@ func readFile(e env, r *report) error {
 		for _, rl := range ld.ResourceLogs().All() {
 			for _, sl := range rl.ScopeLogs().All() {
 				for _, lr := range sl.LogRecords().All() {
-					ev := lr.EventName()
-					if v, ok := lr.Attributes().Get("event.name"); ok && ev == "" {
-						ev = v.Str()
-					}
+					ev := policyresult.EventName(lr)
 					r.fileByEvent[ev]++
-					if ev != "policy.result" {
+					if ev != policyresult.EventResult {
 						continue
 					}
-					if v, ok := lr.Attributes().Get("policy.source"); ok {
+					if v, ok := lr.Attributes().Get(policyresult.AttrSource); ok {
 						r.fileBySource[v.Str()]++
 					}
-					if k, ok := lr.Attributes().Get("policy.result.key"); ok {
-						st, _ := lr.Attributes().Get("policy.result.state")
+					if k, ok := lr.Attributes().Get(policyresult.AttrResultKey); ok {
+						st, _ := lr.Attributes().Get(policyresult.AttrResultState)
 						lastState[k.Str()] = st.Str()
 					}
-					if v, ok := lr.Attributes().Get("policy.report.kind"); ok {
+					if v, ok := lr.Attributes().Get(policyresult.AttrReportKind); ok {
 						r.fileByReportKind[v.Str()]++
 					}
 				}
@@ -189,7 +188,7 @@ func readS3(ctx context.Context, st state, r *report) error {
 		}
 		for _, obj := range list.Contents {
 			r.s3Objects++
-			if r.s3Key == "" || strings.Contains(*obj.Key, "policy.result") {
+			if r.s3Key == "" || strings.Contains(*obj.Key, policyresult.EventResult) {
 				r.s3Key = *obj.Key
 			}
 			if err := s3Lines(ctx, client, st.Bucket, *obj.Key, func(line map[string]any) {
@@ -269,10 +268,10 @@ func readKafka(ctx context.Context, st state, r *report) error {
 				r.kafkaByEvent[ev]++
 				// Examples: a failing result, a denial by OPA, any summary.
 				score := 0
-				if line["policy.result"] == "fail" {
+				if line[policyresult.AttrResult] == string(policyresult.OutcomeFail) {
 					score++
 				}
-				if line["policy.source"] == "opa" {
+				if line[policyresult.AttrSource] == "opa" {
 					score += 2
 				}
 				if _, ok := r.kafkaExamples[ev]; !ok || score > exampleScore[ev] {
@@ -370,7 +369,7 @@ func byLine(m map[string]int, order ...string) string {
 	return strings.Join(parts, ", ")
 }
 
-var events = []string{"policy.result", "policy.decision", "policy.summary"}
+var events = []string{policyresult.EventResult, policyresult.EventDecision, policyresult.EventSummary}
 
 func truncate(s string, n int) string {
 	if len(s) > n {

@@ -12,25 +12,20 @@ import (
 // Record is what the state needs of a policy.result record. Reading only these attributes, instead of the
 // whole model, keeps counting cheap.
 type Record struct {
-	Key      Key
+	Key      policyresult.Hash
 	Outcome  policyresult.Outcome
 	Resolved bool
 }
 
-// ReadRecord reads a policy.result record; ok is false for records of other events. The event name may be in the
-// attribute only, after a transform. A result record the state cannot count (no valid key, an outcome outside
-// the vocabulary) is an error.
+// ReadRecord reads a policy.result record; ok is false for records of other events. A result record the state
+// cannot count (no valid key, an outcome outside the vocabulary) is an error.
 func ReadRecord(lr plog.LogRecord) (r Record, ok bool, err error) {
-	attrs := lr.Attributes()
-	event := lr.EventName()
-	if event == "" {
-		event = str(attrs, policyresult.AttrEventName)
-	}
-	if event != policyresult.EventResult {
+	if policyresult.EventName(lr) != policyresult.EventResult {
 		return r, false, nil
 	}
+	attrs := lr.Attributes()
 	keyStr := str(attrs, policyresult.AttrResultKey)
-	if r.Key, ok = ParseKey(keyStr); !ok {
+	if r.Key, ok = policyresult.ParseHash(keyStr); !ok {
 		return r, true, fmt.Errorf("attribute %s is %q, want 32 hexadecimal characters", policyresult.AttrResultKey, keyStr)
 	}
 	if policyresult.State(str(attrs, policyresult.AttrResultState)) == policyresult.StateResolved {
@@ -45,18 +40,6 @@ func ReadRecord(lr plog.LogRecord) (r Record, ok bool, err error) {
 	return r, true, nil
 }
 
-// GroupValues fills values with the record's attributes names, else the resource's, else "".
-func GroupValues(res, attrs pcommon.Map, names, values []string) {
-	for i, name := range names {
-		values[i] = ""
-		if v, ok := attrs.Get(name); ok {
-			values[i] = v.AsString()
-		} else if v, ok := res.Get(name); ok {
-			values[i] = v.AsString()
-		}
-	}
-}
-
 // Apply counts one record into t and returns how many keys it evicted; values is scratch space of at least
 // len(names).
 func (t *Tally) Apply(res pcommon.Map, lr plog.LogRecord, values []string) (int, error) {
@@ -69,7 +52,7 @@ func (t *Tally) Apply(res pcommon.Map, lr plog.LogRecord, values []string) (int,
 		return 0, nil
 	}
 	values = values[:len(t.names)]
-	GroupValues(res, lr.Attributes(), t.names, values)
+	policyresult.LookupStrings(res, lr.Attributes(), t.names, values)
 	return t.Set(r.Key, values, r.Outcome), nil
 }
 

@@ -128,10 +128,7 @@ const groupFormat = 1
 func encodeGroup(b []byte, g *Group, t *Tally) []byte {
 	b = append(b, groupFormat)
 	b = binary.AppendUvarint(b, uint64(len(g.Values)))
-	for _, v := range g.Values {
-		b = binary.AppendUvarint(b, uint64(len(v)))
-		b = append(b, v...)
-	}
+	b = policyresult.AppendFields(b, g.Values...)
 	for _, c := range countFields(&g.Emitted) {
 		b = binary.AppendVarint(b, *c)
 	}
@@ -161,7 +158,7 @@ func decodeGroup(b []byte, t *Tally) error {
 	}
 	n := d.uvarint()
 	for range n {
-		var k Key
+		var k policyresult.Hash
 		copy(k[:], d.bytes(len(k)))
 		o := outcomeOf(d.byte())
 		if d.err != nil {

@@ -3,25 +3,7 @@
 // know the current posture, while the receivers emit only changes.
 package resultstate // import "github.com/otelcol-policy/otelcol-policy/internal/resultstate"
 
-import (
-	"encoding/binary"
-	"encoding/hex"
-
-	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
-)
-
-// Key is the binary form of policy.result.key: half the memory of the hexadecimal string.
-type Key [16]byte
-
-// ParseKey decodes a policy.result.key value.
-func ParseKey(s string) (Key, bool) {
-	var k Key
-	if len(s) != 2*len(k) {
-		return k, false
-	}
-	_, err := hex.Decode(k[:], []byte(s))
-	return k, err == nil
-}
+import "github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 
 // noOutcome is the stored outcome of a result without one; it counts towards the total only.
 const noOutcome uint8 = 0xff
@@ -64,7 +46,7 @@ type Group struct {
 	// Emitted are the counts of the last summary the next consumer accepted.
 	Emitted policyresult.Counts
 
-	keys []Key
+	keys []policyresult.Hash
 	// id is the group's string form in Tally.byID.
 	id string
 }
@@ -74,7 +56,7 @@ type Tally struct {
 	names   []string
 	maxKeys int
 
-	keys   map[Key]slot
+	keys   map[policyresult.Hash]slot
 	groups []*Group
 	free   []uint32
 	byID   map[string]uint32
@@ -91,7 +73,7 @@ func New(names []string, maxKeys int) *Tally {
 	return &Tally{
 		names:   names,
 		maxKeys: maxKeys,
-		keys:    map[Key]slot{},
+		keys:    map[policyresult.Hash]slot{},
 		byID:    map[string]uint32{},
 		stored:  map[string]*Group{},
 	}
@@ -111,7 +93,7 @@ func (t *Tally) Evictions() int64 { return t.evictions }
 
 // Set records o as the latest outcome of k, in the group of values. It returns how many keys it evicted to
 // make room.
-func (t *Tally) Set(k Key, values []string, o policyresult.Outcome) (evicted int) {
+func (t *Tally) Set(k policyresult.Hash, values []string, o policyresult.Outcome) (evicted int) {
 	s, ok := t.keys[k]
 	// Evict before finding the group: an eviction may forget the very group this key joins.
 	for !ok && len(t.keys) >= t.maxKeys && t.evictOne() {
@@ -140,13 +122,13 @@ func (t *Tally) Set(k Key, values []string, o policyresult.Outcome) (evicted int
 }
 
 // Resolve forgets k: its result went away.
-func (t *Tally) Resolve(k Key) {
+func (t *Tally) Resolve(k policyresult.Hash) {
 	if s, ok := t.keys[k]; ok {
 		t.remove(k, s)
 	}
 }
 
-func (t *Tally) add(k Key, gi uint32, oi uint8) {
+func (t *Tally) add(k policyresult.Hash, gi uint32, oi uint8) {
 	g := t.groups[gi]
 	g.keys = append(g.keys, k)
 	t.keys[k] = slot{group: gi, idx: uint32(len(g.keys) - 1), seq: t.seq, outcome: oi}
@@ -154,7 +136,7 @@ func (t *Tally) add(k Key, gi uint32, oi uint8) {
 	t.stored[g.id] = g
 }
 
-func (t *Tally) remove(k Key, s slot) {
+func (t *Tally) remove(k policyresult.Hash, s slot) {
 	g := t.groups[s.group]
 	last := len(g.keys) - 1
 	if int(s.idx) != last {
@@ -176,7 +158,7 @@ func (t *Tally) remove(k Key, s slot) {
 const evictSample = 5
 
 func (t *Tally) evictOne() bool {
-	var victim Key
+	var victim policyresult.Hash
 	var vs slot
 	found := false
 	n := 0
@@ -199,11 +181,7 @@ func (t *Tally) evictOne() bool {
 // group finds or creates the group of values. The lookup builds its map key in a reused buffer, so finding an
 // existing group allocates nothing.
 func (t *Tally) group(values []string) uint32 {
-	b := t.idBuf[:0]
-	for _, v := range values {
-		b = binary.AppendUvarint(b, uint64(len(v)))
-		b = append(b, v...)
-	}
+	b := policyresult.AppendFields(t.idBuf[:0], values...)
 	t.idBuf = b
 	if gi, ok := t.byID[string(b)]; ok {
 		return gi

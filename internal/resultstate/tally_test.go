@@ -14,9 +14,9 @@ import (
 
 var names = []string{policyresult.AttrSource, policyresult.AttrPolicy}
 
-func key(i int) Key {
+func key(i int) policyresult.Hash {
 	s := sha256.Sum256(fmt.Appendf(nil, "result %d", i))
-	var k Key
+	var k policyresult.Hash
 	copy(k[:], s[:])
 	return k
 }
@@ -31,16 +31,6 @@ func changed(t *Tally) []string {
 	var out []string
 	t.Changed(func(g *Group) { out = append(out, g.Values[1]) })
 	return out
-}
-
-func TestParseKey(t *testing.T) {
-	k, ok := ParseKey("6298076245ccfe514c9c4948c4ff7ed4")
-	require.True(t, ok)
-	assert.Equal(t, Key{0x62, 0x98, 0x07, 0x62, 0x45, 0xcc, 0xfe, 0x51, 0x4c, 0x9c, 0x49, 0x48, 0xc4, 0xff, 0x7e, 0xd4}, k)
-	for _, bad := range []string{"", "6298", "6298076245ccfe514c9c4948c4ff7ed4aa", "zz98076245ccfe514c9c4948c4ff7ed4"} {
-		_, ok := ParseKey(bad)
-		assert.False(t, ok, bad)
-	}
 }
 
 func TestCreateChangeResolve(t *testing.T) {
@@ -139,7 +129,7 @@ func TestReadRecord(t *testing.T) {
 	got, ok, err := ReadRecord(lr)
 	require.NoError(t, err)
 	require.True(t, ok)
-	want, _ := ParseKey(r.Key())
+	want := r.Hashes().Key
 	assert.Equal(t, Record{Key: want, Outcome: policyresult.OutcomeFail}, got)
 
 	lr.Attributes().PutStr(policyresult.AttrResultState, string(policyresult.StateResolved))

@@ -44,6 +44,21 @@ const (
 	EventSummary  = "policy.summary"
 )
 
+// IdentityAttribute is the attribute that identifies a record of event among the records of that event, for
+// stores keeping the latest record of each (a compacted Kafka topic, an upsert table): the key of a result or
+// a summary, the ID of a decision. "" for other events.
+func IdentityAttribute(event string) string {
+	switch event {
+	case EventResult:
+		return AttrResultKey
+	case EventDecision:
+		return AttrDecisionID
+	case EventSummary:
+		return AttrSummaryKey
+	}
+	return ""
+}
+
 // IsResourceAttribute reports whether the model writes name on the resource rather than on the record, so that
 // components deriving records (summaries) put it in the same place.
 func IsResourceAttribute(name string) bool { return name == AttrClusterName }

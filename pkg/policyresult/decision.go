@@ -95,17 +95,8 @@ func (d *Decision) Outcome() Outcome {
 // WriteDecisionLogRecord writes d into lr as a policy.decision record. The body is the caller's: the engine's
 // event, possibly without its input.
 func WriteDecisionLogRecord(d *Decision, lr plog.LogRecord) {
-	lr.SetEventName(EventDecision)
 	o := d.Outcome()
-	sev := RecordSeverity(o, SeverityNone)
-	lr.SetSeverityNumber(sev)
-	lr.SetSeverityText(severityText(sev))
-	if !d.Timestamp.IsZero() {
-		lr.SetTimestamp(pcommon.NewTimestampFromTime(d.Timestamp))
-	}
-	attrs := lr.Attributes()
-	attrs.EnsureCapacity(16)
-	attrs.PutStr(AttrEventName, EventDecision)
+	attrs := writeEvent(lr, EventDecision, RecordSeverity(o, SeverityNone), d.Timestamp, 16)
 	putNonEmpty(attrs, AttrDecisionID, d.ID)
 	putNonEmpty(attrs, AttrDecisionKind, d.Kind)
 	putNonEmpty(attrs, AttrSource, d.Source)
@@ -139,11 +130,7 @@ var ErrNotDecision = fmt.Errorf("not a %s record", EventDecision)
 // ReadDecisionLogRecord reads a decision back from a record written by WriteDecisionLogRecord.
 func ReadDecisionLogRecord(res pcommon.Resource, lr plog.LogRecord) (Decision, error) {
 	attrs := lr.Attributes()
-	event := lr.EventName()
-	if event == "" {
-		event = str(attrs, AttrEventName)
-	}
-	if event != EventDecision {
+	if event := EventName(lr); event != EventDecision {
 		return Decision{}, fmt.Errorf("%w: event name %q", ErrNotDecision, event)
 	}
 	d := Decision{

@@ -45,6 +45,37 @@ func TestHashesAreGolden(t *testing.T) {
 }
 
 // TestHashesStableAcrossProcesses re-runs this test binary and compares what the child computes.
+func TestHashesAreKeyAndID(t *testing.T) {
+	r := sampleResult()
+	h := r.Hashes()
+	assert.Equal(t, goldenKey, h.Key.String())
+	assert.Equal(t, goldenID, h.ID.String())
+	text, err := h.Key.MarshalText()
+	require.NoError(t, err)
+	assert.Equal(t, goldenKey, string(text))
+	var back Hash
+	require.NoError(t, back.UnmarshalText(text))
+	assert.Equal(t, h.Key, back)
+	assert.Error(t, back.UnmarshalText([]byte("zz")))
+}
+
+func TestParseHash(t *testing.T) {
+	k, ok := ParseHash("6298076245ccfe514c9c4948c4ff7ed4")
+	require.True(t, ok)
+	assert.Equal(t, Hash{0x62, 0x98, 0x07, 0x62, 0x45, 0xcc, 0xfe, 0x51, 0x4c, 0x9c, 0x49, 0x48, 0xc4, 0xff, 0x7e, 0xd4}, k)
+	for _, bad := range []string{"", "6298", "6298076245ccfe514c9c4948c4ff7ed4aa", "zz98076245ccfe514c9c4948c4ff7ed4"} {
+		_, ok := ParseHash(bad)
+		assert.False(t, ok, bad)
+	}
+}
+
+// The decision ID of engines without one is pinned like the result hashes: the decision_logs receiver's IDs
+// must not change across versions, or deduplication downstream would see every redelivered decision as new.
+func TestContentDecisionIDIsGolden(t *testing.T) {
+	assert.Equal(t, "239b74afe9f88de14fceb9659a65618f", ContentDecisionID("a", "b"))
+	assert.NotEqual(t, ContentDecisionID("ab", "c"), ContentDecisionID("a", "bc"))
+}
+
 func TestHashesStableAcrossProcesses(t *testing.T) {
 	if os.Getenv("POLICYRESULT_HASH_CHILD") == "1" {
 		r := sampleResult()
@@ -135,5 +166,13 @@ func BenchmarkKeyAndID(b *testing.B) {
 	for b.Loop() {
 		_ = r.Key()
 		_ = r.ID()
+	}
+}
+
+func BenchmarkHashes(b *testing.B) {
+	r := sampleResult()
+	b.ReportAllocs()
+	for b.Loop() {
+		_ = r.Hashes()
 	}
 }

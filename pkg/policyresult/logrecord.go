@@ -3,6 +3,7 @@ package policyresult // import "github.com/otelcol-policy/otelcol-policy/pkg/pol
 import (
 	"errors"
 	"fmt"
+	"time"
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -18,18 +19,12 @@ func WriteResource(res pcommon.Resource, cluster string) {
 // WriteLogRecord writes r into lr as a policy.result record: event name, severity, timestamp and every
 // attribute of the model, including the computed key and ID. Empty optional fields are left out rather than
 // written as empty strings. The body is the caller's: receivers put the source's own result there.
-func WriteLogRecord(r *Result, lr plog.LogRecord) {
-	lr.SetEventName(EventResult)
-	sev := RecordSeverity(r.Outcome, r.Severity)
-	lr.SetSeverityNumber(sev)
-	lr.SetSeverityText(severityText(sev))
-	if !r.Timestamp.IsZero() {
-		lr.SetTimestamp(pcommon.NewTimestampFromTime(r.Timestamp))
-	}
+func WriteLogRecord(r *Result, lr plog.LogRecord) { WriteHashedLogRecord(r, r.Hashes(), lr) }
 
-	attrs := lr.Attributes()
-	attrs.EnsureCapacity(20)
-	attrs.PutStr(AttrEventName, EventResult)
+// WriteHashedLogRecord is WriteLogRecord with r's key and ID computed before (r.Hashes()), by a component that
+// keeps them anyway: a result is hashed once on its way through.
+func WriteHashedLogRecord(r *Result, h Hashes, lr plog.LogRecord) {
+	attrs := writeEvent(lr, EventResult, RecordSeverity(r.Outcome, r.Severity), r.Timestamp, 20)
 	putNonEmpty(attrs, AttrSource, r.Source)
 	putNonEmpty(attrs, AttrPolicy, r.Policy)
 	putNonEmpty(attrs, AttrRule, r.Rule)
@@ -40,8 +35,8 @@ func WriteLogRecord(r *Result, lr plog.LogRecord) {
 		attrs.PutBool(AttrScored, *r.Scored)
 	}
 	putNonEmpty(attrs, AttrMessage, r.Message)
-	attrs.PutStr(AttrResultKey, r.Key())
-	attrs.PutStr(AttrResultID, r.ID())
+	attrs.PutStr(AttrResultKey, h.Key.String())
+	attrs.PutStr(AttrResultID, h.ID.String())
 	putNonEmpty(attrs, AttrResultState, string(r.State))
 
 	putNonEmpty(attrs, AttrResourceAPIVersion, r.Resource.APIVersion)
@@ -53,6 +48,21 @@ func WriteLogRecord(r *Result, lr plog.LogRecord) {
 	putNonEmpty(attrs, AttrReportKind, r.Report.Kind)
 	putNonEmpty(attrs, AttrReportNamespace, r.Report.Namespace)
 	putNonEmpty(attrs, AttrReportName, r.Report.Name)
+}
+
+// writeEvent begins every record of the model: the event name, in the field and in the attribute (see
+// AttrEventName), the severity, and the time when known. It returns the attributes, with room for n.
+func writeEvent(lr plog.LogRecord, event string, sev plog.SeverityNumber, ts time.Time, n int) pcommon.Map {
+	lr.SetEventName(event)
+	lr.SetSeverityNumber(sev)
+	lr.SetSeverityText(severityText(sev))
+	if !ts.IsZero() {
+		lr.SetTimestamp(pcommon.NewTimestampFromTime(ts))
+	}
+	attrs := lr.Attributes()
+	attrs.EnsureCapacity(n)
+	attrs.PutStr(AttrEventName, event)
+	return attrs
 }
 
 func putNonEmpty(attrs pcommon.Map, name, value string) {
@@ -69,11 +79,7 @@ var ErrNotResult = errors.New("not a policy.result record")
 // matches the identity attributes (a processor rewrote one of them without recomputing the key).
 func ReadLogRecord(res pcommon.Resource, lr plog.LogRecord) (Result, error) {
 	attrs := lr.Attributes()
-	event := lr.EventName()
-	if event == "" {
-		event = str(attrs, AttrEventName)
-	}
-	if event != EventResult {
+	if event := EventName(lr); event != EventResult {
 		return Result{}, fmt.Errorf("%w: event name %q", ErrNotResult, event)
 	}
 
@@ -126,11 +132,4 @@ func ReadLogRecord(res pcommon.Resource, lr plog.LogRecord) (Result, error) {
 		return Result{}, fmt.Errorf("attribute %s is %s but the identity attributes give %s", AttrResultKey, key, r.Key())
 	}
 	return r, nil
-}
-
-func str(attrs pcommon.Map, name string) string {
-	if v, ok := attrs.Get(name); ok {
-		return v.AsString()
-	}
-	return ""
 }

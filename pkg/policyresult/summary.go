@@ -29,6 +29,19 @@ const (
 	AttrSummaryChangeTotal = "policy.summary.change.total"
 )
 
+// DefaultSummaryGroup are the attributes a summary groups results by unless configured otherwise: one policy
+// in one namespace of one cluster. The slice is the caller's.
+func DefaultSummaryGroup() []string {
+	return []string{AttrClusterName, AttrSource, AttrPolicy, AttrResourceNamespace}
+}
+
+// IsSummaryAttribute reports whether a summary record writes name itself (event name, key, counts, changes), so
+// that it cannot be one of the group's attributes.
+func IsSummaryAttribute(name string) bool {
+	return name == AttrEventName || name == AttrSummaryKey ||
+		slices.Contains(summaryCountAttrs[:], name) || slices.Contains(summaryChangeAttrs[:], name)
+}
+
 // Counts are the number of results by outcome. Total includes results without an outcome, so it can exceed the
 // sum of the others.
 type Counts struct {
@@ -83,27 +96,19 @@ func SummaryKey(group []Attribute) string {
 	sorted := slices.Clone(group)
 	slices.SortFunc(sorted, func(a, b Attribute) int { return strings.Compare(a.Name, b.Name) })
 	var buf [512]byte
-	b := appendField(buf[:0], summaryHashVersion)
+	b := AppendField(buf[:0], summaryHashVersion)
 	for _, a := range sorted {
-		b = appendField(b, a.Name)
-		b = appendField(b, a.Value)
+		b = AppendField(b, a.Name)
+		b = AppendField(b, a.Value)
 	}
-	return sum(b)
+	return sum(b).String()
 }
 
 const summaryHashVersion = "policysummary/v1"
 
 // WriteSummaryLogRecord writes s into lr as a policy.summary record.
 func WriteSummaryLogRecord(s *Summary, lr plog.LogRecord) {
-	lr.SetEventName(EventSummary)
-	lr.SetSeverityNumber(plog.SeverityNumberInfo)
-	lr.SetSeverityText(severityText(plog.SeverityNumberInfo))
-	if !s.Timestamp.IsZero() {
-		lr.SetTimestamp(pcommon.NewTimestampFromTime(s.Timestamp))
-	}
-	attrs := lr.Attributes()
-	attrs.EnsureCapacity(len(s.Attributes) + 14)
-	attrs.PutStr(AttrEventName, EventSummary)
+	attrs := writeEvent(lr, EventSummary, plog.SeverityNumberInfo, s.Timestamp, len(s.Attributes)+14)
 	for _, a := range s.Attributes {
 		putNonEmpty(attrs, a.Name, a.Value)
 	}
@@ -120,11 +125,7 @@ func WriteSummaryLogRecord(s *Summary, lr plog.LogRecord) {
 // attribute other than the event name and key is taken as a group attribute, in record order.
 func ReadSummaryLogRecord(lr plog.LogRecord) (Summary, error) {
 	attrs := lr.Attributes()
-	event := lr.EventName()
-	if event == "" {
-		event = str(attrs, AttrEventName)
-	}
-	if event != EventSummary {
+	if event := EventName(lr); event != EventSummary {
 		return Summary{}, fmt.Errorf("not a %s record: event name %q", EventSummary, event)
 	}
 	s := Summary{Key: str(attrs, AttrSummaryKey)}
@@ -146,7 +147,7 @@ func ReadSummaryLogRecord(lr plog.LogRecord) (Summary, error) {
 		*s.Change.ptr(i) = v.Int()
 	}
 	for name, v := range attrs.All() {
-		if v.Type() == pcommon.ValueTypeStr && name != AttrEventName && name != AttrSummaryKey {
+		if v.Type() == pcommon.ValueTypeStr && !IsSummaryAttribute(name) {
 			s.Attributes = append(s.Attributes, Attribute{Name: name, Value: v.Str()})
 		}
 	}

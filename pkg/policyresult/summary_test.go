@@ -85,3 +85,16 @@ func TestReadSummaryLogRecordRejects(t *testing.T) {
 	_, err = ReadSummaryLogRecord(lr)
 	assert.ErrorContains(t, err, "attribute policy.summary.fail: want an int")
 }
+
+func TestSummaryAttributes(t *testing.T) {
+	for _, name := range []string{AttrEventName, AttrSummaryKey, AttrSummaryFail, AttrSummaryTotal, AttrSummaryChangePass} {
+		assert.True(t, IsSummaryAttribute(name), name)
+	}
+	for _, name := range DefaultSummaryGroup() {
+		assert.False(t, IsSummaryAttribute(name), name)
+	}
+	assert.Equal(t, []string{AttrClusterName, AttrSource, AttrPolicy, AttrResourceNamespace}, DefaultSummaryGroup())
+	g := DefaultSummaryGroup()
+	g[0] = "changed"
+	assert.Equal(t, AttrClusterName, DefaultSummaryGroup()[0], "each caller gets its own slice")
+}

@@ -12,6 +12,8 @@ import (
 
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
+
+	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
 // Fields of the line besides the attributes. An attribute never takes one of these names: a record attribute
@@ -41,8 +43,8 @@ func reserved(name string) bool {
 
 // Append appends lr, with the attributes of its resource, as one JSON object (no newline). Fields come in a
 // fixed order: the record's own fields, the resource attributes, the record attributes, and the body last. A
-// record attribute hides a resource attribute of the same name. Fields without a value (zero time, no
-// severity, empty body) are left out.
+// record attribute hides a resource attribute of the same name (policyresult.AllAttributes). Fields without a
+// value (zero time, no severity, empty body) are left out.
 func Append(dst []byte, res pcommon.Resource, lr plog.LogRecord) []byte {
 	dst = append(dst, '{')
 	first := true
@@ -83,19 +85,13 @@ func Append(dst []byte, res pcommon.Resource, lr plog.LogRecord) []byte {
 		dst = appendString(dst, id.String())
 	}
 	attrs := lr.Attributes()
-	for k, v := range res.Attributes().All() {
-		if _, hidden := attrs.Get(k); hidden {
-			continue
-		}
+	for k, v := range policyresult.AllAttributes(res.Attributes(), attrs) {
 		if reserved(k) {
-			k = ResourcePrefix + k
-		}
-		field(k)
-		dst = appendValue(dst, v)
-	}
-	for k, v := range attrs.All() {
-		if reserved(k) {
-			k = AttributesPrefix + k
+			if _, own := attrs.Get(k); own {
+				k = AttributesPrefix + k
+			} else {
+				k = ResourcePrefix + k
+			}
 		}
 		field(k)
 		dst = appendValue(dst, v)

@@ -81,7 +81,7 @@ func BenchmarkMemoryPerMillionKeys(b *testing.B) {
 		for i := range 1_000_000 {
 			r := result("bench", fmt.Sprintf("pss-%d", i%19), fmt.Sprintf("ns-%d", i/19%1000),
 				fmt.Sprintf("pod-%d", i/19), policyresult.OutcomePass, policyresult.StateNew)
-			k, _ := resultstate.ParseKey(r.Key())
+			k := r.Hashes().Key
 			values[0], values[1], values[2], values[3] = r.Cluster, r.Source, r.Policy, r.Resource.Namespace
 			tl.Set(k, values, r.Outcome)
 		}

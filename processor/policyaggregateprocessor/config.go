@@ -53,7 +53,7 @@ func (c *Config) Validate() error {
 			errs = append(errs, fmt.Errorf("group_by[%d] is empty", i))
 		case slices.Index(c.GroupBy, name) != i:
 			errs = append(errs, fmt.Errorf("group_by names %q twice", name))
-		case slices.Contains(countAttributes, name):
+		case policyresult.IsSummaryAttribute(name):
 			errs = append(errs, fmt.Errorf("group_by[%d]: %q is written by the processor itself", i, name))
 		}
 	}
@@ -64,13 +64,4 @@ func (c *Config) Validate() error {
 		errs = append(errs, fmt.Errorf("max_keys must be positive, got %d", c.MaxKeys))
 	}
 	return errors.Join(errs...)
-}
-
-// countAttributes are the attributes of a summary record that are not group attributes.
-var countAttributes = []string{
-	policyresult.AttrEventName, policyresult.AttrSummaryKey,
-	policyresult.AttrSummaryPass, policyresult.AttrSummaryFail, policyresult.AttrSummaryWarn,
-	policyresult.AttrSummaryError, policyresult.AttrSummarySkip, policyresult.AttrSummaryTotal,
-	policyresult.AttrSummaryChangePass, policyresult.AttrSummaryChangeFail, policyresult.AttrSummaryChangeWarn,
-	policyresult.AttrSummaryChangeError, policyresult.AttrSummaryChangeSkip, policyresult.AttrSummaryChangeTotal,
 }

@@ -25,12 +25,9 @@ func NewFactory() processor.Factory {
 func createDefaultConfig() component.Config {
 	return &Config{
 		Interval: 30 * time.Second,
-		GroupBy: []string{
-			policyresult.AttrClusterName, policyresult.AttrSource, policyresult.AttrPolicy,
-			policyresult.AttrResourceNamespace,
-		},
-		Results: ResultsForward,
-		MaxKeys: 1_000_000,
+		GroupBy:  policyresult.DefaultSummaryGroup(),
+		Results:  ResultsForward,
+		MaxKeys:  1_000_000,
 	}
 }
 

@@ -170,7 +170,7 @@ func (r *reportsReceiver) toLogs(b *batch) plog.Logs {
 		for j := p.from; j < p.to; j++ {
 			rec := p.item.records[j]
 			lr := lrs.AppendEmpty()
-			policyresult.WriteLogRecord(&rec.Result, lr)
+			policyresult.WriteHashedLogRecord(&rec.Result, rec.hashes, lr)
 			lr.SetObservedTimestamp(now)
 			if rec.body.isZero() {
 				continue

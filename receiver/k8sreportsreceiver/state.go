@@ -1,7 +1,6 @@
 package k8sreportsreceiver // import "github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver"
 
 import (
-	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"unique"
@@ -61,15 +60,6 @@ func (e *emittedReport) refusing(rv string, size reportSize) *emittedReport {
 	return next
 }
 
-// hash128 is a policy.result.key or .id in binary: half the size of the hex string, and comparable.
-type hash128 [16]byte
-
-func parseHash(s string) hash128 {
-	var h hash128
-	_, _ = hex.Decode(h[:], []byte(s))
-	return h
-}
-
 // ruleIdentity is what results of many reports share; unique.Handle stores one copy of each in the process.
 type ruleIdentity struct {
 	Source, Policy, Rule, Category string
@@ -78,7 +68,8 @@ type ruleIdentity struct {
 }
 
 type storedResult struct {
-	key, id  hash128
+	// hashes are the result's key and ID as computed when it was diffed, and written into its records.
+	hashes   policyresult.Hashes
 	identity unique.Handle[ruleIdentity]
 	outcome  policyresult.Outcome
 	subject  int32 // index into subjects; -1 when the result has none
@@ -119,10 +110,10 @@ func (b *stateBuilder) subjectIndex(r policyresult.Resource) int32 {
 	return i
 }
 
-func (b *stateBuilder) add(r *policyresult.Result, key, id hash128) {
+func (b *stateBuilder) add(r *policyresult.Result, h policyresult.Hashes) {
 	b.state.report = r.Report
 	b.state.results = append(b.state.results, storedResult{
-		key: key, id: id, outcome: r.Outcome, subject: b.subjectIndex(r.Resource),
+		hashes: h, outcome: r.Outcome, subject: b.subjectIndex(r.Resource),
 		identity: unique.Make(ruleIdentity{Source: r.Source, Policy: r.Policy, Rule: r.Rule, Category: r.Category,
 			Severity: r.Severity, Scored: scoredOf(r.Scored)}),
 	})
@@ -146,21 +137,24 @@ func (e *emittedReport) result(i int, cluster string) policyresult.Result {
 	return r
 }
 
-// outRecord is one record to emit: a result with its state, and the source's result as the body. It points
-// into the parsed report (or, for a resolved result, at the result rebuilt from the state), so that a report's
-// records cost no copy of its results while they wait for their batches.
-type outRecord struct{ *parsedResult }
+// outRecord is one record to emit: a result with its state, its key and ID, and the source's result as the
+// body. It points into the parsed report (or, for a resolved result, at the result rebuilt from the state), so
+// that a report's records cost no copy of its results while they wait for their batches.
+type outRecord struct {
+	*parsedResult
+	hashes policyresult.Hashes
+}
 
 // diff compares a report's new results with what was emitted for it. It returns the records to emit (new and
 // changed results, and resolved ones when emitResolved) and the state to remember once they are accepted.
 // deleted means the report is gone (the state is then nil); partial that results missing from next are kept
 // rather than resolved.
 func diff(prev *emittedReport, next []parsedResult, deleted, partial, emitResolved bool, cluster string) ([]outRecord, *emittedReport) {
-	var prevByKey map[hash128]int
+	var prevByKey map[policyresult.Hash]int
 	if prev != nil {
-		prevByKey = make(map[hash128]int, len(prev.results))
+		prevByKey = make(map[policyresult.Hash]int, len(prev.results))
 		for i := range prev.results {
-			prevByKey[prev.results[i].key] = i
+			prevByKey[prev.results[i].hashes.Key] = i
 		}
 	}
 	var out []outRecord
@@ -168,34 +162,34 @@ func diff(prev *emittedReport, next []parsedResult, deleted, partial, emitResolv
 	if !deleted {
 		b := newStateBuilder(len(next))
 		state = b.state
-		seen := make(map[hash128]struct{}, len(next))
+		seen := make(map[policyresult.Hash]struct{}, len(next))
 		for i := range next {
 			r := &next[i].Result
-			key, id := parseHash(r.Key()), parseHash(r.ID())
-			if _, dup := seen[key]; dup {
+			h := r.Hashes()
+			if _, dup := seen[h.Key]; dup {
 				continue // disambiguate() makes this impossible for parsed reports; kept as a guard
 			}
-			seen[key] = struct{}{}
-			b.add(r, key, id)
-			old, existed := prevByKey[key]
+			seen[h.Key] = struct{}{}
+			b.add(r, h)
+			old, existed := prevByKey[h.Key]
 			switch {
 			case !existed:
 				r.State = policyresult.StateNew
-			case prev.results[old].id != id:
+			case prev.results[old].hashes.ID != h.ID:
 				r.State = policyresult.StateChanged
 			default:
 				continue
 			}
-			out = append(out, outRecord{&next[i]})
+			out = append(out, outRecord{&next[i], h})
 		}
 		for k := range seen {
 			delete(prevByKey, k)
 		}
 		if partial && prev != nil {
 			for i := range prev.results {
-				if _, kept := prevByKey[prev.results[i].key]; kept {
+				if _, kept := prevByKey[prev.results[i].hashes.Key]; kept {
 					r := prev.result(i, cluster)
-					b.add(&r, prev.results[i].key, prev.results[i].id)
+					b.add(&r, prev.results[i].hashes)
 				}
 			}
 			return out, state
@@ -204,10 +198,13 @@ func diff(prev *emittedReport, next []parsedResult, deleted, partial, emitResolv
 	if emitResolved && prev != nil {
 		// Keep the source's order for resolved records too, so the output is deterministic.
 		for i := range prev.results {
-			if _, gone := prevByKey[prev.results[i].key]; gone {
+			if _, gone := prevByKey[prev.results[i].hashes.Key]; gone {
 				r := &parsedResult{Result: prev.result(i, cluster)}
 				r.State = policyresult.StateResolved
-				out = append(out, outRecord{r})
+				// A resolved record's ID is that of the last outcome without its message, which the state does not
+				// keep, so the rebuilt result is hashed: its key is the stored one, unless cluster_name changed
+				// since, and then the record's key must match its cluster attribute.
+				out = append(out, outRecord{r, r.Hashes()})
 			}
 		}
 	}
@@ -240,17 +237,18 @@ type wireRef struct {
 	UID        string `json:"u,omitempty"`
 }
 
+// wireStoredResult spells the key and ID as the records do (policyresult.Hash's text).
 type wireStoredResult struct {
-	Key      string `json:"k"`
-	ID       string `json:"i"`
-	Source   string `json:"so,omitempty"`
-	Policy   string `json:"p,omitempty"`
-	Rule     string `json:"r,omitempty"`
-	Category string `json:"c,omitempty"`
-	Severity string `json:"sv,omitempty"`
-	Scored   int8   `json:"sc"`
-	Outcome  string `json:"o,omitempty"`
-	Subject  int32  `json:"x"`
+	Key      policyresult.Hash `json:"k"`
+	ID       policyresult.Hash `json:"i"`
+	Source   string            `json:"so,omitempty"`
+	Policy   string            `json:"p,omitempty"`
+	Rule     string            `json:"r,omitempty"`
+	Category string            `json:"c,omitempty"`
+	Severity string            `json:"sv,omitempty"`
+	Scored   int8              `json:"sc"`
+	Outcome  string            `json:"o,omitempty"`
+	Subject  int32             `json:"x"`
 }
 
 func (e *emittedReport) MarshalJSON() ([]byte, error) {
@@ -267,7 +265,7 @@ func (e *emittedReport) MarshalJSON() ([]byte, error) {
 	for _, r := range e.results {
 		id := r.identity.Value()
 		w.Results = append(w.Results, wireStoredResult{
-			Key: hex.EncodeToString(r.key[:]), ID: hex.EncodeToString(r.id[:]),
+			Key: r.hashes.Key, ID: r.hashes.ID,
 			Source: id.Source, Policy: id.Policy, Rule: id.Rule, Category: id.Category, Severity: string(id.Severity),
 			Scored: id.Scored, Outcome: string(r.outcome), Subject: r.subject,
 		})
@@ -295,7 +293,7 @@ func (e *emittedReport) UnmarshalJSON(b []byte) error {
 			return fmt.Errorf("result %d names subject %d of %d", i, r.Subject, len(e.subjects))
 		}
 		e.results[i] = storedResult{
-			key: parseHash(r.Key), id: parseHash(r.ID), outcome: policyresult.Outcome(r.Outcome), subject: r.Subject,
+			hashes: policyresult.Hashes{Key: r.Key, ID: r.ID}, outcome: policyresult.Outcome(r.Outcome), subject: r.Subject,
 			identity: unique.Make(ruleIdentity{Source: r.Source, Policy: r.Policy, Rule: r.Rule, Category: r.Category,
 				Severity: policyresult.Severity(r.Severity), Scored: r.Scored}),
 		}
