@@ -87,7 +87,7 @@ func gatekeeperDecision(obj []byte, ms jsonscan.Members) (decoded, error) {
 	if when == "" {
 		when = string(firstPresent(g.timestamp, g.evaluationTimestamp, g.ts))
 	}
-	d.ID = contentID(d.Kind, when, d.Policy, d.Rule, g.rGroup, g.rKind, g.rNamespace, g.rName, firstNonEmpty(d.Messages...))
+	d.ID = policyresult.ContentDecisionID(d.Kind, when, d.Policy, d.Rule, g.rGroup, g.rKind, g.rNamespace, g.rName, firstNonEmpty(d.Messages...))
 	ev := withoutInput(obj, ms, inputPath)
 	ev.decision = d
 	return ev, nil

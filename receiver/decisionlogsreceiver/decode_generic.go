@@ -200,7 +200,7 @@ func (g *genericDecoder) decode(raw []byte) (decoded, error) {
 		if !d.Timestamp.IsZero() {
 			when = d.Timestamp.Format(time.RFC3339Nano)
 		}
-		d.ID = contentID(d.Kind, when, d.Policy, d.Rule, d.Resource.APIVersion, d.Resource.Kind,
+		d.ID = policyresult.ContentDecisionID(d.Kind, when, d.Policy, d.Rule, d.Resource.APIVersion, d.Resource.Kind,
 			d.Resource.Namespace, d.Resource.Name, strings.Join(d.Messages, "\n"), d.User, d.Operation, allowed,
 			string(d.Action), string(ev.input))
 	}

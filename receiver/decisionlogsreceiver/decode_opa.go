@@ -170,7 +170,7 @@ func (e *opaSummary) decode(ms jsonscan.Members) (decoded, error) {
 	opaAdmission(input, &d)
 	if d.ID == "" {
 		// OPA always sends one; an event without is hashed so that redeliveries still collapse.
-		d.ID = contentID(sourceOPA, d.Policy, string(timestamp), string(result), string(input))
+		d.ID = policyresult.ContentDecisionID(sourceOPA, d.Policy, string(timestamp), string(result), string(input))
 	}
 	ev.decision = d
 	return ev, nil
