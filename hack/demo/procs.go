@@ -65,14 +65,7 @@ func recordPid(e env, p proc) error {
 // does not count, because every demo process has the absolute path of ./data/demo on its command line.
 // A zombie (exited, not yet reaped) does not count either.
 func alive(e env, p proc) bool {
-	if err := syscall.Kill(p.pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
-		return false
-	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.pid))
-	if err != nil {
-		return false
-	}
-	if i := bytes.LastIndexByte(stat, ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+	if !testproc.Running(p.pid) {
 		return false
 	}
 	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.pid))

@@ -4,10 +4,12 @@
 package testproc // import "github.com/otelcol-policy/otelcol-policy/internal/testproc"
 
 import (
+	"bytes"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"sync"
 	"syscall"
 	"time"
 )
@@ -47,16 +49,21 @@ type Proc struct {
 	name    string
 	logFile string
 	cmd     *exec.Cmd
-	exited  chan struct{}
+
+	// The process is reaped only once something waits for it (Exited, Stop): a server shared by a whole test
+	// binary runs until the binary exits, and a goroutine waiting for it would be reported as leaked.
+	waitOnce sync.Once
+	exited   chan struct{}
 }
 
-// Start starts bin with args. The process is reaped when it exits, so that Exited closes rather than a zombie
-// being left.
+// Start starts bin with args.
 func Start(name string, opts Options, bin string, args ...string) (*Proc, error) {
 	logf, err := os.OpenFile(opts.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
 	if err != nil {
 		return nil, err
 	}
+	// The process writes to its own copy of the descriptor.
+	defer logf.Close()
 	cmd := exec.Command(bin, args...)
 	cmd.Dir = opts.Dir
 	cmd.Env = append(os.Environ(), opts.Env...)
@@ -67,40 +74,53 @@ func Start(name string, opts Options, bin string, args ...string) (*Proc, error)
 		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL, Credential: opts.Credential}
 	}
 	if err := cmd.Start(); err != nil {
-		logf.Close()
 		return nil, fmt.Errorf("starting %s: %w", name, err)
 	}
-	p := &Proc{name: name, logFile: opts.LogFile, cmd: cmd, exited: make(chan struct{})}
-	go func() {
-		_ = cmd.Wait()
-		logf.Close()
-		close(p.exited)
-	}()
-	return p, nil
+	return &Proc{name: name, logFile: opts.LogFile, cmd: cmd, exited: make(chan struct{})}, nil
 }
 
 // Pid is the process id; with Detach, also its process group id.
 func (p *Proc) Pid() int { return p.cmd.Process.Pid }
 
-// Exited is closed once the process has exited and its log file is closed.
-func (p *Proc) Exited() <-chan struct{} { return p.exited }
+// Exited is closed once the process has exited; from the first call on, the process is reaped when it exits.
+func (p *Proc) Exited() <-chan struct{} {
+	p.waitOnce.Do(func() {
+		go func() {
+			_ = p.cmd.Wait()
+			close(p.exited)
+		}()
+	})
+	return p.exited
+}
 
-// HasExited says whether the process has exited.
+// HasExited says whether the process has exited, without reaping it.
 func (p *Proc) HasExited() bool {
 	select {
 	case <-p.exited:
 		return true
 	default:
+		return !Running(p.Pid())
+	}
+}
+
+// Running says whether process pid exists and has not exited: a zombie (exited, not yet reaped) has.
+func Running(pid int) bool {
+	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
 		return false
 	}
+	// The state follows the command name, which is in parentheses and may hold any character.
+	i := bytes.LastIndexByte(stat, ')')
+	return i > 0 && i+2 < len(stat) && stat[i+2] != 'Z'
 }
 
 // Stop asks the process to stop with sig, kills it when it has not exited within grace, and returns once it
 // has exited. A process that has exited already is left alone.
 func (p *Proc) Stop(sig syscall.Signal, grace time.Duration) {
+	exited := p.Exited()
 	Terminate(func(s syscall.Signal) error { return p.cmd.Process.Signal(s) }, func(d time.Duration) bool {
 		select {
-		case <-p.exited:
+		case <-exited:
 			return true
 		case <-time.After(d):
 			return false
