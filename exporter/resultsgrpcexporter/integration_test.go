@@ -525,8 +525,9 @@ func testServerRestart(t *testing.T, dsn string) {
 				retriedBefore = retries()
 				srv.stop()
 			case 16:
-				// It comes back once the exporter has found it gone and retries from the queue.
-				require.Eventually(t, func() bool { return retries() > retriedBefore }, 30*time.Second, 10*time.Millisecond)
+				// It comes back once the exporter has found it gone with each of the batches queued meanwhile (one
+				// retry a batch) and retries them from the queue.
+				require.Eventually(t, func() bool { return retries() >= retriedBefore+10 }, 30*time.Second, 10*time.Millisecond)
 				srv.restart()
 			}
 		}
