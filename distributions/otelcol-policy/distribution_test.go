@@ -20,6 +20,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
+	"github.com/otelcol-policy/otelcol-policy/internal/promtext"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
@@ -107,6 +108,25 @@ func waitResults(t *testing.T, dir string, n int) []policyresult.Result {
 	return got
 }
 
+// waitDrained waits until the exporter named exporter has sent at least sent records and holds none in its
+// queue: what this run of the collector will write, it has written.
+func waitDrained(t *testing.T, p ports, exporter string, sent int) {
+	metrics := fmt.Sprintf("http://127.0.0.1:%d/metrics", p.Metrics)
+	label := fmt.Sprintf("exporter=%q", exporter)
+	collectortest.Eventually(t, 30*time.Second, func() error {
+		text, err := promtext.Scrape(http.DefaultClient, metrics)
+		if err != nil {
+			return err
+		}
+		n, _ := promtext.Sum(text, "otelcol_exporter_sent_log_records", label)
+		q, found := promtext.Sum(text, "otelcol_exporter_queue_size", label)
+		if int(n) < sent || !found || q > 0 {
+			return fmt.Errorf("%s sent %v of %d records, holds %v batches (exposed: %v)", exporter, n, sent, q, found)
+		}
+		return nil
+	})
+}
+
 // TestDefaultConfigIsLocal pins what the README promises of the default config.
 func TestDefaultConfigIsLocal(t *testing.T) {
 	raw, err := os.ReadFile(defaultConfig(t))
@@ -158,11 +178,11 @@ func TestPersistentQueueSurvivesFailingExporterAndRestart(t *testing.T) {
 	assert.Empty(t, readResults(t, dir))
 
 	// Second run: the same data directory, the exporter can write.
-	c, _ = start(t, dir, "")
+	c, p = start(t, dir, "")
 	got := waitResults(t, dir, 1)
 	assert.Equal(t, []policyresult.Result{want}, got)
-	// Stay a moment so that a duplicate delivery, if any, would show.
-	time.Sleep(2 * time.Second)
+	// A duplicate delivery, if any, would be written before the exporter reports its queue empty.
+	waitDrained(t, p, "durable_file", 1)
 	c.Stop()
 	assert.Len(t, readResults(t, dir), 1, "delivered exactly once")
 }

@@ -21,10 +21,6 @@ import (
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
-// topicCreatedAfter is how long after the collector started the operator creates the topic: several attempts
-// and retries of every batch, and a collector restart, fall in between.
-const topicCreatedAfter = 20 * time.Second
-
 // TestBinaryWaitsForKafkaTopic: decision_logs → kafka on a persistent queue, against a broker that does not
 // create topics (auto.create.topics.enable=false), as with Strimzi or a GitOps sync that creates the topic
 // after the collector started. Every decision accepted before the topic exists waits, survives a restart of the
@@ -56,7 +52,6 @@ service:
     logs:
       exporters: [durable_file, kafka, policy_metrics]
 `, brokers[0], topic)
-	started := time.Now()
 	c, p := start(t, dir, extra)
 
 	sent := map[string]bool{}
@@ -100,7 +95,13 @@ service:
 	waitMissing(p)
 
 	require.False(t, kafkatest.TopicExists(t, brokers, topic), "the broker does not create topics")
-	time.Sleep(time.Until(started.Add(topicCreatedAfter)))
+	// The operator creates the topic once the restarted collector has retried what waits, more than once.
+	collectortest.Eventually(t, time.Minute, func() error {
+		if n := strings.Count(c.Output(), "Exporting failed. Will retry the request after interval."); n < 2 {
+			return fmt.Errorf("%d retries since the restart", n)
+		}
+		return nil
+	})
 	kafkatest.CreateTopic(t, brokers, topic, 1)
 
 	// Everything waiting is delivered once the queue is empty and nothing waits for the topic any more.

@@ -3,7 +3,6 @@ package distribution_test
 import (
 	"path/filepath"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -49,9 +48,21 @@ func TestDefaultConfigWatchesTheCurrentKubeconfig(t *testing.T) {
 	assert.Equal(t, policyresult.Resource{APIVersion: "v1", Kind: "Pod", Namespace: "shop", Name: "web-0"}, got[0].Resource)
 	c.Stop()
 
-	// The default config keeps the receiver's state in file_storage: a restart emits nothing new.
-	c, _ = start(t, dir, "", env...)
-	time.Sleep(3 * time.Second)
+	// The default config keeps the receiver's state in file_storage: a restart emits nothing new. A report
+	// created after the restart is the signal: the receiver emits its result after what it listed at start,
+	// so once that result is written and the exporter holds nothing more, a re-sent result would be written
+	// too.
+	c, p := start(t, dir, "", env...)
+	cluster.Apply(t, gvr, &unstructured.Unstructured{Object: map[string]any{
+		"apiVersion": "wgpolicyk8s.io/v1alpha2", "kind": "PolicyReport",
+		"metadata": map[string]any{"name": "api", "namespace": "shop"},
+		"scope":    map[string]any{"apiVersion": "v1", "kind": "Pod", "namespace": "shop", "name": "api-0"},
+		"results":  []any{map[string]any{"source": "kyverno", "policy": "require-labels", "rule": "check-team", "result": "fail"}},
+	}})
+	waitResults(t, dir, 3)
+	waitDrained(t, p, "durable_file", 1)
 	c.Stop()
-	assert.Len(t, readResults(t, dir), 2)
+	got = readResults(t, dir)
+	require.Len(t, got, 3)
+	assert.Equal(t, "api-0", got[2].Resource.Name, "after the restart, only the new report's result")
 }

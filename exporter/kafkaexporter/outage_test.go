@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -13,11 +14,17 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 	"github.com/twmb/franz-go/pkg/kmsg"
+	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/exporter"
 	"go.opentelemetry.io/collector/pdata/plog"
+	"go.uber.org/zap/zaptest/observer"
 
+	"github.com/otelcol-policy/otelcol-policy/exporter/kafkaexporter/internal/metadata"
+	"github.com/otelcol-policy/otelcol-policy/internal/kafkatest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
+
+const outagePartitions = 3
 
 // queuedConfig is the production shape: a sending queue and retries that never give up, with short intervals.
 func queuedConfig(brokers []string) *Config {
@@ -32,15 +39,64 @@ func queuedConfig(brokers []string) *Config {
 	return cfg
 }
 
-// stream sends batches of 10 results with keys unique over the stream every 20 ms until stop is closed, and
-// returns every key sent.
-func stream(t *testing.T, exp exporter.Logs, stop <-chan struct{}) <-chan map[string]bool {
-	done := make(chan map[string]bool, 1)
+// outage is the exporter under test with what it reports observed, so that the tests wait for what the
+// exporter says (a retry, every record sent) rather than for time to pass.
+type outage struct {
+	exp  exporter.Logs
+	logs *observer.ObservedLogs
+	tt   *componenttest.Telemetry
+}
+
+func startOutage(t *testing.T, brokers []string) *outage {
+	exp, logs, tt := observedExporter(t, queuedConfig(brokers))
+	return &outage{exp: exp, logs: logs, tt: tt}
+}
+
+// retries is how often exporterhelper gave a failed batch back to its queue's retry.
+func (o *outage) retries() int {
+	return o.logs.FilterMessage("Exporting failed. Will retry the request after interval.").Len()
+}
+
+// queued is how many batches wait in the sending queue.
+func (o *outage) queued() int64 {
+	return byAttribute(o.tt, "otelcol_exporter_queue_size", "exporter")[metadata.Type.String()]
+}
+
+// waitAllSent waits until the exporter reports every record sent: nothing is queued or retried any more, so
+// the topic holds all it will ever hold, duplicates included.
+func (o *outage) waitAllSent(t *testing.T, n int) {
+	sent := func() int64 {
+		return byAttribute(o.tt, "otelcol_exporter_sent_log_records", "exporter")[metadata.Type.String()]
+	}
+	require.Eventually(t, func() bool { return sent() == int64(n) }, time.Minute, 10*time.Millisecond,
+		"%d of %d records sent", sent(), n)
+}
+
+// streamer sends batches of 10 results with keys unique over the stream every 20 ms until stopped.
+type streamer struct {
+	batches atomic.Int64
+	// stop ends the stream and returns every key sent; a test that fails early stops it when it ends.
+	stop func() map[string]bool
+}
+
+// streamKey is the key of the i-th result of batch b.
+func streamKey(b, i int) string {
+	r := testResult(b*10+i, "kyverno", "stream")
+	return r.Key()
+}
+
+func stream(t *testing.T, exp exporter.Logs) *streamer {
+	stop, done := make(chan struct{}), make(chan map[string]bool, 1)
+	s := &streamer{stop: sync.OnceValue(func() map[string]bool {
+		close(stop)
+		return <-done
+	})}
+	t.Cleanup(func() { s.stop() })
 	go func() {
 		sent := map[string]bool{}
 		tick := time.NewTicker(20 * time.Millisecond)
 		defer tick.Stop()
-		for i := 0; ; i++ {
+		for b := 0; ; b++ {
 			select {
 			case <-stop:
 				done <- sent
@@ -51,15 +107,99 @@ func stream(t *testing.T, exp exporter.Logs, stop <-chan struct{}) <-chan map[st
 			rl := ld.ResourceLogs().AppendEmpty()
 			policyresult.WriteResource(rl.Resource(), "test-cluster")
 			lrs := rl.ScopeLogs().AppendEmpty().LogRecords()
-			for j := range 10 {
-				r := testResult(i*10+j, "kyverno", "stream")
+			for i := range 10 {
+				r := testResult(b*10+i, "kyverno", "stream")
 				policyresult.WriteLogRecord(&r, lrs.AppendEmpty())
 				sent[r.Key()] = true
 			}
 			assert.NoError(t, exp.ConsumeLogs(context.Background(), ld), "the queue accepts every batch")
+			s.batches.Add(1)
 		}
 	}()
-	return done
+	return s
+}
+
+// nextBatch waits until the stream queued a batch after this call, and returns its number.
+func (s *streamer) nextBatch(t *testing.T) int {
+	after := s.batches.Load()
+	require.Eventually(t, func() bool { return s.batches.Load() > after }, 10*time.Second, 5*time.Millisecond)
+	return int(after)
+}
+
+// topicWatch consumes the topic while the test runs and remembers the keys that arrived.
+type topicWatch struct {
+	mu   sync.Mutex
+	seen map[string]bool
+}
+
+func watchTopic(t *testing.T, brokers []string) *topicWatch {
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...), kgo.ConsumeTopics(testTopic),
+		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
+	require.NoError(t, err)
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	t.Cleanup(func() {
+		cancel()
+		<-done
+		cl.Close()
+	})
+	w := &topicWatch{seen: map[string]bool{}}
+	go func() {
+		defer close(done)
+		for ctx.Err() == nil {
+			cl.PollFetches(ctx).EachRecord(func(r *kgo.Record) {
+				w.mu.Lock()
+				w.seen[string(r.Key)] = true
+				w.mu.Unlock()
+			})
+		}
+	}()
+	return w
+}
+
+// waitDelivered waits until the first record of batch b is on the topic.
+func (w *topicWatch) waitDelivered(t *testing.T, b int) {
+	key := streamKey(b, 0)
+	require.Eventually(t, func() bool {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		return w.seen[key]
+	}, time.Minute, 10*time.Millisecond, "batch %d delivered", b)
+}
+
+// readTopic reads every partition of the topic up to its end offset and returns how often each key arrived.
+func readTopic(t *testing.T, brokers []string) map[string]int {
+	offsets := map[int32]kgo.Offset{}
+	ends := map[int32]int64{}
+	for p := range int32(outagePartitions) {
+		offsets[p] = kgo.NewOffset().AtStart()
+		ends[p] = kafkatest.EndOffset(t, brokers, testTopic, p)
+	}
+	cl, err := kgo.NewClient(kgo.SeedBrokers(brokers...),
+		kgo.ConsumePartitions(map[string]map[int32]kgo.Offset{testTopic: offsets}))
+	require.NoError(t, err)
+	defer cl.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	got := map[string]int{}
+	next := map[int32]int64{}
+	complete := func() bool {
+		for p, end := range ends {
+			if next[p] < end {
+				return false
+			}
+		}
+		return true
+	}
+	for !complete() {
+		fs := cl.PollFetches(ctx)
+		require.NoError(t, ctx.Err(), "read %v of %v", next, ends)
+		fs.EachRecord(func(r *kgo.Record) {
+			got[string(r.Key)]++
+			next[r.Partition] = r.Offset + 1
+		})
+	}
+	return got
 }
 
 // consumeKeys reads until every key in want arrived (or a minute passed), then a little longer to see
@@ -100,24 +240,27 @@ func duplicates(got map[string]int) int {
 	return n
 }
 
-// The broker refuses every produce request with a retriable error for six seconds, as a cluster without enough
-// in-sync replicas does. Nothing is stored meanwhile, so every record arrives exactly once.
+// The broker refuses every produce request with a retriable error, as a cluster without enough in-sync
+// replicas does, until the exporter has had to retry. Nothing is stored meanwhile, so every record arrives
+// exactly once.
 func TestBrokerRefusesProduceForAWhile(t *testing.T) {
 	c := newCluster(t)
-	exp := startExporter(t, queuedConfig(c.ListenAddrs()))
+	o := startOutage(t, c.ListenAddrs())
+	w := watchTopic(t, c.ListenAddrs())
 
-	stop := make(chan struct{})
-	sentCh := stream(t, exp, stop)
-	time.Sleep(time.Second)
+	s := stream(t, o.exp)
+	w.waitDelivered(t, s.nextBatch(t))
+	before := o.retries()
 	h := c.Fault(kfake.Fault{Keys: []kmsg.Key{kmsg.Produce}, Err: kerr.NotEnoughReplicas, Count: -1})
-	time.Sleep(6 * time.Second)
+	// Two retries of a batch refused throughout its timeout: the queue fills while the broker refuses.
+	require.Eventually(t, func() bool { return o.retries() >= before+2 }, time.Minute, 10*time.Millisecond)
 	refused := h.Hits()
 	h.Remove()
-	time.Sleep(time.Second)
-	close(stop)
-	sent := <-sentCh
+	w.waitDelivered(t, s.nextBatch(t))
+	sent := s.stop()
 
-	got := consumeKeys(t, c.ListenAddrs(), testTopic, sent)
+	o.waitAllSent(t, len(sent))
+	got := readTopic(t, c.ListenAddrs())
 	missing := 0
 	for k := range sent {
 		if got[k] == 0 {
@@ -132,8 +275,9 @@ func TestBrokerRefusesProduceForAWhile(t *testing.T) {
 	assert.Zero(t, duplicates(got), "the idempotent producer writes every record once")
 }
 
-// The broker process goes away for three seconds and comes back on the same port with its data (kfake's
-// DataDir). Records in flight when it stopped may be written twice: at least once, duplicates counted.
+// The broker process goes away until batches wait in the exporter's queue, and comes back on the same port with
+// its data (kfake's DataDir). Records in flight when it stopped may be written twice: at least once, duplicates
+// counted.
 func TestBrokerRestart(t *testing.T) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
@@ -143,28 +287,31 @@ func TestBrokerRestart(t *testing.T) {
 	start := func() *kfake.Cluster {
 		var c *kfake.Cluster
 		require.Eventually(t, func() bool {
-			c, err = kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(3, testTopic), kfake.Ports(port), kfake.DataDir(dir))
+			c, err = kfake.NewCluster(kfake.NumBrokers(1), kfake.SeedTopics(outagePartitions, testTopic), kfake.Ports(port), kfake.DataDir(dir))
 			return err == nil
 		}, 10*time.Second, 100*time.Millisecond, "restarting on port %d: %v", port, err)
 		return c
 	}
 	c := start()
 	brokers := c.ListenAddrs()
-	exp := startExporter(t, queuedConfig(brokers))
+	o := startOutage(t, brokers)
+	w := watchTopic(t, brokers)
 
-	stop := make(chan struct{})
-	sentCh := stream(t, exp, stop)
-	time.Sleep(time.Second)
+	s := stream(t, o.exp)
+	w.waitDelivered(t, s.nextBatch(t))
 	c.Close()
-	time.Sleep(3 * time.Second)
+	// The produce in flight waits for the broker (franz-go keeps a record that may have been written until
+	// the broker answers), so the exporter neither fails nor retries: batches wait in its queue.
+	require.Eventually(t, func() bool { return o.queued() >= 10 }, time.Minute, 10*time.Millisecond,
+		"batches wait in the queue while the broker is away")
 	var once sync.Once
 	c = start()
 	t.Cleanup(func() { once.Do(c.Close) })
-	time.Sleep(2 * time.Second)
-	close(stop)
-	sent := <-sentCh
+	w.waitDelivered(t, s.nextBatch(t))
+	sent := s.stop()
 
-	got := consumeKeys(t, brokers, testTopic, sent)
+	o.waitAllSent(t, len(sent))
+	got := readTopic(t, brokers)
 	missing := 0
 	for k := range sent {
 		if got[k] == 0 {

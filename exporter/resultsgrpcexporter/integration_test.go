@@ -33,6 +33,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/protobuf/types/known/durationpb"
 
+	"github.com/otelcol-policy/otelcol-policy/exporter/resultsgrpcexporter/internal/metadata"
 	"github.com/otelcol-policy/otelcol-policy/exporter/resultsgrpcexporter/internal/metadatatest"
 	"github.com/otelcol-policy/otelcol-policy/internal/filestoragetest"
 	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver"
@@ -98,10 +99,19 @@ func newTestExporter(t *testing.T, cfg *Config, host component.Host) *testExport
 	return &testExporter{Logs: exp, tel: tel, logs: logs}
 }
 
-// counts sums a self-metric's data points by the value of attribute attr.
+// counts sums one of the exporter's own self-metrics' data points by the value of attribute attr.
 func (e *testExporter) counts(t *testing.T, name, attr string) map[string]int64 {
+	return e.sumBy("otelcol_exporter_results_grpc_"+name, attr)
+}
+
+// sent is exporterhelper's count of the records the exporter delivered.
+func (e *testExporter) sent() int64 {
+	return e.sumBy("otelcol_exporter_sent_log_records", "exporter")[metadata.Type.String()]
+}
+
+func (e *testExporter) sumBy(metric, attr string) map[string]int64 {
 	out := map[string]int64{}
-	m, err := e.tel.GetMetric("otelcol_exporter_results_grpc_" + name)
+	m, err := e.tel.GetMetric(metric)
 	if err != nil {
 		return out
 	}
@@ -480,8 +490,8 @@ func testThrottle(t *testing.T, dsn string) {
 }
 
 // testServerRestart streams rounds of new outcomes through a persistent sending queue while the server
-// stops for two seconds and comes back on the same port and database: every result ends with its latest
-// outcome, every outcome is in the history once.
+// stops until the exporter retries, and comes back on the same port and database: every result ends with its
+// latest outcome, every outcome is in the history once.
 func testServerRestart(t *testing.T, dsn string) {
 	const keys, rounds, perBatch = 300, 8, 100
 	srv := startServer(t, dsn)
@@ -499,18 +509,27 @@ func testServerRestart(t *testing.T, dsn string) {
 	cfg.QueueConfig = configoptional.Some(queue)
 	exp := newTestExporter(t, cfg, host)
 
-	batches := 0
+	retries := func() int {
+		return exp.logs.FilterMessage("Exporting failed. Will retry the request after interval.").Len()
+	}
+	batches, retriedBefore := 0, 0
 	for round := range rounds {
 		for first := 0; first < keys; first += perBatch {
 			require.NoError(t, exp.ConsumeLogs(context.Background(), results(first, perBatch, round)))
 			batches++
 			switch batches {
 			case 6:
+				// The server stops once it has what was queued so far; the next batches wait in the queue.
+				require.Eventually(t, func() bool { return exp.sent() == int64(batches*perBatch) }, 30*time.Second,
+					10*time.Millisecond, "%d of %d results sent", exp.sent(), batches*perBatch)
+				retriedBefore = retries()
 				srv.stop()
 			case 16:
+				// It comes back once the exporter has found it gone with each of the batches queued meanwhile (one
+				// retry a batch) and retries them from the queue.
+				require.Eventually(t, func() bool { return retries() >= retriedBefore+10 }, 30*time.Second, 10*time.Millisecond)
 				srv.restart()
 			}
-			time.Sleep(100 * time.Millisecond)
 		}
 	}
 

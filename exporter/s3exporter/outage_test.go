@@ -4,21 +4,28 @@ import (
 	"context"
 	"fmt"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/exporter/exportertest"
+	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/pdata/plog"
+	"go.opentelemetry.io/otel/sdk/metric/metricdata"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/otelcol-policy/otelcol-policy/exporter/s3exporter/internal/metadata"
+	"github.com/otelcol-policy/otelcol-policy/exporter/s3exporter/internal/metadatatest"
 	"github.com/otelcol-policy/otelcol-policy/internal/filestoragetest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
 // TestOutageLosesAndDuplicatesNothing streams decisions through the factory's exporter with a persistent
-// sending queue while MinIO is down for 20 seconds, and expects every decision exactly once in the bucket.
+// sending queue while MinIO is down, and expects every decision exactly once in the bucket. The outage lasts
+// until the exporter has retried and hundreds of decisions wait in the queue.
 func TestOutageLosesAndDuplicatesNothing(t *testing.T) {
 	srv := startMinIO(t)
 	cfg := NewFactory().CreateDefaultConfig().(*Config)
@@ -35,17 +42,24 @@ func TestOutageLosesAndDuplicatesNothing(t *testing.T) {
 
 	host := filestoragetest.NewHost(t, t.TempDir())
 	defer func() { require.NoError(t, host.Ext.Shutdown(context.Background())) }()
-	exp, err := NewFactory().CreateLogs(context.Background(), exportertest.NewNopSettings(metadata.Type), cfg)
+	tel := componenttest.NewTelemetry()
+	defer func() { require.NoError(t, tel.Shutdown(context.Background())) }()
+	core, logs := observer.New(zapcore.InfoLevel)
+	set := metadatatest.NewSettings(tel)
+	set.Logger = zap.New(core)
+	exp, err := NewFactory().CreateLogs(context.Background(), set, cfg)
 	require.NoError(t, err)
 	require.NoError(t, exp.Start(context.Background(), host))
 	defer func() { require.NoError(t, exp.Shutdown(context.Background())) }()
 
-	// 20 batches of 5 decisions a second: 3 s before the outage, 20 s of outage, 4 s after.
+	// 20 batches of 5 decisions a second; batch b holds the ids b<b>-0 to b<b>-4.
 	const perBatch = 5
 	var (
-		mu   sync.Mutex
-		sent []string
-		done = make(chan struct{})
+		mu      sync.Mutex
+		sent    []string
+		batches atomic.Int64
+		stop    = make(chan struct{})
+		done    = make(chan struct{})
 	)
 	go func() {
 		defer close(done)
@@ -54,13 +68,7 @@ func TestOutageLosesAndDuplicatesNothing(t *testing.T) {
 		for b := 0; ; b++ {
 			select {
 			case <-tick.C:
-			case <-t.Context().Done():
-				return
-			}
-			mu.Lock()
-			stop := sent == nil && b > 0
-			mu.Unlock()
-			if stop {
+			case <-stop:
 				return
 			}
 			ids := make([]string, perBatch)
@@ -76,40 +84,81 @@ func TestOutageLosesAndDuplicatesNothing(t *testing.T) {
 			mu.Lock()
 			sent = append(sent, ids...)
 			mu.Unlock()
+			batches.Add(1)
 		}
 	}()
-	stopStreaming := func() []string {
-		mu.Lock()
-		all := sent
-		sent = nil
-		mu.Unlock()
+	stopStreaming := sync.OnceFunc(func() {
+		close(stop)
 		<-done
-		return all
+	})
+	defer stopStreaming()
+	waitBatches := func(n int64) int64 {
+		require.Eventually(t, func() bool { return batches.Load() >= n }, time.Minute, 5*time.Millisecond,
+			"%d of %d batches queued", batches.Load(), n)
+		return batches.Load()
+	}
+	waitStored := func(b int64) {
+		id := fmt.Sprintf("b%04d-0", b-1)
+		require.Eventually(t, func() bool {
+			for _, o := range listObjects(t, srv.Client()) {
+				for _, line := range o.parse(t) {
+					if line[policyresult.AttrDecisionID] == id {
+						return true
+					}
+				}
+			}
+			return false
+		}, time.Minute, 100*time.Millisecond, "batch %d stored", b-1)
+	}
+	retries := func() int {
+		return logs.FilterMessage("Exporting failed. Will retry the request after interval.").Len()
 	}
 
-	time.Sleep(3 * time.Second)
+	waitStored(waitBatches(25))
+	before := retries()
 	srv.Stop()
 	t.Log("MinIO stopped")
-	time.Sleep(20 * time.Second)
+	down := batches.Load()
+	require.Eventually(t, func() bool { return retries() >= before+3 }, time.Minute, 10*time.Millisecond,
+		"the exporter fails against the stopped MinIO and retries")
+	waitBatches(down + 60)
 	srv.Restart()
 	t.Log("MinIO restarted")
-	time.Sleep(4 * time.Second)
-	all := stopStreaming()
+	waitStored(waitBatches(batches.Load() + 25))
+	stopStreaming()
+	mu.Lock()
+	all := sent
+	mu.Unlock()
 	require.Greater(t, len(all), 500, "records streamed")
 
-	// The queue drains after the restart: wait for every record, then check that none came twice.
-	var counts map[string]int
-	require.Eventually(t, func() bool {
-		counts = map[string]int{}
-		for _, o := range listObjects(t, srv.Client()) {
-			for _, line := range o.parse(t) {
-				counts[line[policyresult.AttrDecisionID].(string)]++
-			}
+	// Once the exporter reports every record sent, the queue is drained and nothing more will be uploaded:
+	// the bucket holds all it ever will, duplicates included.
+	require.Eventually(t, func() bool { return sentRecords(tel) == int64(len(all)) }, time.Minute, 10*time.Millisecond,
+		"%d of %d records sent", sentRecords(tel), len(all))
+	counts := map[string]int{}
+	for _, o := range listObjects(t, srv.Client()) {
+		for _, line := range o.parse(t) {
+			counts[line[policyresult.AttrDecisionID].(string)]++
 		}
-		return len(counts) == len(all)
-	}, 60*time.Second, 500*time.Millisecond, "stored %d of %d records", len(counts), len(all))
-	t.Logf("%d records, each stored once", len(all))
+	}
+	require.Len(t, counts, len(all), "stored %d of %d records", len(counts), len(all))
+	t.Logf("%d records, each stored once, after %d retries", len(all), retries())
 	for _, id := range all {
 		assert.Equal(t, 1, counts[id], "record %s", id)
 	}
+}
+
+// sentRecords is exporterhelper's count of the records the exporter delivered.
+func sentRecords(tel *componenttest.Telemetry) int64 {
+	m, err := tel.GetMetric("otelcol_exporter_sent_log_records")
+	if err != nil {
+		return 0
+	}
+	var n int64
+	for _, dp := range m.Data.(metricdata.Sum[int64]).DataPoints {
+		if v, _ := dp.Attributes.Value("exporter"); v.AsString() == metadata.Type.String() {
+			n += dp.Value
+		}
+	}
+	return n
 }

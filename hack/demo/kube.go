@@ -3,10 +3,8 @@ package main
 import (
 	"bytes"
 	"context"
-	"crypto/tls"
 	"fmt"
 	"io/fs"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -25,10 +23,8 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testproc"
 )
-
-// kubernetesVersion is the kube-apiserver release `make test-servers` builds (as internal/k8stest).
-const kubernetesVersion = "v1.36.3"
 
 // adminToken authenticates as a member of system:masters (the token file the API server reads).
 const adminToken = "demo-admin-token"
@@ -47,7 +43,7 @@ func startKube(e env, p ports) error {
 	}
 	apiserverBin := os.Getenv("KUBE_APISERVER_BIN")
 	if apiserverBin == "" {
-		apiserverBin = filepath.Join(cacheDir(), "bin", "kube-apiserver-"+kubernetesVersion)
+		apiserverBin = testproc.CachedBinary("kube-apiserver", k8stest.KubernetesVersion)
 	}
 	if !exists(apiserverBin) {
 		return fmt.Errorf("kube-apiserver not found at %s: run `make test-servers`", apiserverBin)
@@ -87,39 +83,18 @@ func startKube(e env, p ports) error {
 	); err != nil {
 		return err
 	}
-	if err := waitAPIServer(e, p, 120*time.Second); err != nil {
-		return fmt.Errorf("%w\nkube-apiserver log (tail):\n%s", err, logTail(e, "kube-apiserver", 2000))
+	if err := waitReady(context.Background(), e, "kube-apiserver", 120*time.Second, func() error {
+		if procs, _ := runningProcs(e); !hasProc(procs, "etcd") {
+			return fmt.Errorf("etcd exited:\n%s", logTail(e, "etcd", 2000))
+		}
+		return k8stest.ReadyURL(apiServerURL(p), adminToken)
+	}); err != nil {
+		return err
 	}
 	return writeKubeconfig(e, p)
 }
 
 func apiServerURL(p ports) string { return "https://127.0.0.1:" + strconv.Itoa(p.APIServer) }
-
-func waitAPIServer(e env, p ports, timeout time.Duration) error {
-	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the demo server's self-signed certificate
-	}}
-	deadline := time.Now().Add(timeout)
-	var last error
-	for time.Now().Before(deadline) {
-		req, _ := http.NewRequest(http.MethodGet, apiServerURL(p)+"/readyz", nil)
-		req.Header.Set("Authorization", "Bearer "+adminToken)
-		resp, err := client.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = fmt.Errorf("readyz: %s", resp.Status)
-		}
-		last = err
-		if procs, _ := runningProcs(e); !hasProc(procs, "kube-apiserver") || !hasProc(procs, "etcd") {
-			return fmt.Errorf("etcd or kube-apiserver exited (logs in %s)", e.rel(e.path("logs")))
-		}
-		time.Sleep(250 * time.Millisecond)
-	}
-	return fmt.Errorf("kube-apiserver not ready after %s: %v", timeout, last)
-}
 
 func hasProc(procs []proc, name string) bool {
 	for _, p := range procs {

@@ -106,11 +106,3 @@ func exists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
 }
-
-func cacheDir() string {
-	if d := os.Getenv("CACHE_DIR"); d != "" {
-		return d
-	}
-	home, _ := os.UserHomeDir()
-	return filepath.Join(home, ".cache", "otelcol-policy")
-}

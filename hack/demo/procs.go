@@ -6,12 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/otelcol-policy/otelcol-policy/internal/testproc"
 )
 
 // proc is one background process of the demo, as recorded in ./data/demo/pids ("name pid" lines, in start
@@ -64,14 +65,7 @@ func recordPid(e env, p proc) error {
 // does not count, because every demo process has the absolute path of ./data/demo on its command line.
 // A zombie (exited, not yet reaped) does not count either.
 func alive(e env, p proc) bool {
-	if err := syscall.Kill(p.pid, 0); err != nil && !errors.Is(err, syscall.EPERM) {
-		return false
-	}
-	stat, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", p.pid))
-	if err != nil {
-		return false
-	}
-	if i := bytes.LastIndexByte(stat, ')'); i > 0 && i+2 < len(stat) && stat[i+2] == 'Z' {
+	if !testproc.Running(p.pid) {
 		return false
 	}
 	cmdline, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", p.pid))
@@ -110,41 +104,23 @@ func leaderWasOurs(e env, p proc) bool {
 // start starts a background process: its own session (it outlives `demo up` and a Ctrl-C in the terminal),
 // stdout and stderr to ./data/demo/logs/<name>.log, working directory the repository root. The pid is recorded
 // before start returns.
-func start(e env, name string, extraEnv []string, bin string, args ...string) (*exec.Cmd, error) {
-	logf, err := os.OpenFile(logPath(e, name), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+func start(e env, name string, extraEnv []string, bin string, args ...string) (*testproc.Proc, error) {
+	p, err := testproc.Start(name, testproc.Options{LogFile: logPath(e, name), Env: extraEnv, Dir: e.root, Detach: true},
+		bin, args...)
 	if err != nil {
 		return nil, err
 	}
-	defer logf.Close()
-	cmd := exec.Command(bin, args...)
-	cmd.Dir = e.root
-	cmd.Env = append(os.Environ(), extraEnv...)
-	cmd.Stdin = nil
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
-	if err := cmd.Start(); err != nil {
-		return nil, fmt.Errorf("starting %s: %w", name, err)
-	}
-	if err := recordPid(e, proc{name: name, pid: cmd.Process.Pid}); err != nil {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	if err := recordPid(e, proc{name: name, pid: p.Pid()}); err != nil {
+		_ = syscall.Kill(-p.Pid(), syscall.SIGKILL)
 		return nil, err
 	}
-	// Reap it if it exits while `up` runs, so that alive() sees it gone rather than a zombie.
-	go func() { _ = cmd.Wait() }()
-	return cmd, nil
+	return p, nil
 }
 
 func logPath(e env, name string) string { return e.path("logs", name+".log") }
 
 // logTail is the end of a process's log, for error messages.
-func logTail(e env, name string, n int) string {
-	b, _ := os.ReadFile(logPath(e, name))
-	s := string(b)
-	if len(s) > n {
-		s = "…" + s[len(s)-n:]
-	}
-	return s
-}
+func logTail(e env, name string, n int) string { return testproc.LogTail(logPath(e, name), n) }
 
 // stopAll stops the recorded processes in reverse start order: SIGTERM to each process group, up to 10 s for
 // all to exit, then SIGKILL for what is left. It removes the pids file. Nothing recorded is not an error.
@@ -165,11 +141,10 @@ func stopAll(e env, quiet bool) error {
 		if !quiet {
 			fmt.Printf("stopping %-15s (pid %d)\n", p.name, p.pid)
 		}
-		_ = syscall.Kill(-p.pid, syscall.SIGTERM)
-		if left := waitGone(e, []proc{p}, 10*time.Second); len(left) > 0 {
-			fmt.Printf("%s (pid %d) did not stop within 10 s: killing it\n", p.name, p.pid)
-			_ = syscall.Kill(-p.pid, syscall.SIGKILL)
-			waitGone(e, left, 5*time.Second)
+		signal := func(sig syscall.Signal) error { return syscall.Kill(-p.pid, sig) }
+		gone := func(d time.Duration) bool { return len(waitGone(e, []proc{p}, d)) == 0 }
+		if testproc.Terminate(signal, gone, syscall.SIGTERM, 10*time.Second) {
+			fmt.Printf("%s (pid %d) did not stop within 10 s: killed it\n", p.name, p.pid)
 		}
 	}
 	if err := os.Remove(pidsFile(e)); err != nil && !errors.Is(err, os.ErrNotExist) {

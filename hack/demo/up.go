@@ -19,12 +19,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/credentials"
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"k8s.io/apimachinery/pkg/runtime/schema"
-)
 
-// Versions of the servers `make test-servers` caches (as internal/miniotest and the OPA tests name them).
-const (
-	opaVersion   = "v1.22.2"
-	minioVersion = "v0.0.0-20260212201848-7aac2a2c5b7c"
+	"github.com/otelcol-policy/otelcol-policy/internal/miniotest"
+	"github.com/otelcol-policy/otelcol-policy/internal/opatest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testproc"
 )
 
 type binaries struct {
@@ -35,8 +33,8 @@ func findBinaries(e env) (binaries, error) {
 	b := binaries{
 		collector:     filepath.Join(e.root, "bin", "otelcol-policy"),
 		resultsServer: filepath.Join(e.root, "bin", "results-server"),
-		opa:           filepath.Join(cacheDir(), "bin", "opa-"+opaVersion),
-		minio:         filepath.Join(cacheDir(), "bin", "minio-"+minioVersion),
+		opa:           testproc.CachedBinary("opa", opatest.Version),
+		minio:         testproc.CachedBinary("minio", miniotest.MinIOVersion),
 	}
 	for _, p := range []string{b.collector, b.resultsServer} {
 		if !exists(p) {
@@ -254,20 +252,17 @@ func resultsDSN(e env) string { return "sqlite://" + e.path("results.db") }
 
 // waitReady polls ready until it succeeds, the process exits or the timeout passes.
 func waitReady(ctx context.Context, e env, name string, timeout time.Duration, ready func() error) error {
-	deadline := time.Now().Add(timeout)
-	for {
-		err := ready()
-		if err == nil {
-			return nil
-		}
-		if procs, _ := runningProcs(e); !hasProc(procs, name) {
-			return fmt.Errorf("%s exited; %s (tail):\n%s", name, e.rel(logPath(e, name)), logTail(e, name, 2000))
-		}
-		if time.Now().After(deadline) || ctx.Err() != nil {
-			return fmt.Errorf("%s not ready after %s: %v; %s (tail):\n%s", name, timeout, err, e.rel(logPath(e, name)), logTail(e, name, 2000))
-		}
-		time.Sleep(200 * time.Millisecond)
+	exited := func() bool {
+		procs, _ := runningProcs(e)
+		return !hasProc(procs, name) || ctx.Err() != nil
 	}
+	if err := testproc.WaitReady(name, timeout, exited, ready); err != nil {
+		if ctx.Err() != nil {
+			err = fmt.Errorf("%s: %w", name, ctx.Err())
+		}
+		return fmt.Errorf("%w; %s (tail):\n%s", err, e.rel(logPath(e, name)), logTail(e, name, 2000))
+	}
+	return nil
 }
 
 var httpClient = &http.Client{Timeout: 5 * time.Second}

@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/rest"
 
 	"github.com/otelcol-policy/otelcol-policy/internal/freeport"
+	"github.com/otelcol-policy/otelcol-policy/internal/testproc"
 )
 
 // KubernetesVersion is the kube-apiserver release hack/test-servers.sh builds.
@@ -45,14 +46,6 @@ type Cluster struct {
 	dir string
 }
 
-func cacheDir() string {
-	if d := os.Getenv("CACHE_DIR"); d != "" {
-		return d
-	}
-	home, _ := os.UserHomeDir()
-	return filepath.Join(home, ".cache", "otelcol-policy")
-}
-
 // binaries finds etcd and kube-apiserver, or explains how to get them.
 func binaries() (etcd, apiserver string, err error) {
 	etcd, err = exec.LookPath("etcd")
@@ -61,7 +54,7 @@ func binaries() (etcd, apiserver string, err error) {
 	}
 	apiserver = os.Getenv("KUBE_APISERVER_BIN")
 	if apiserver == "" {
-		apiserver = filepath.Join(cacheDir(), "bin", "kube-apiserver-"+KubernetesVersion)
+		apiserver = testproc.CachedBinary("kube-apiserver", KubernetesVersion)
 	}
 	if _, err := os.Stat(apiserver); err != nil {
 		return "", "", fmt.Errorf("kube-apiserver not found at %s: run hack/test-servers.sh (make test does)", apiserver)
@@ -82,26 +75,19 @@ func Start(dir string) (*Cluster, func(), error) {
 	}
 	etcdClient := "http://127.0.0.1:" + strconv.Itoa(ports[0])
 	etcdPeer := "http://127.0.0.1:" + strconv.Itoa(ports[1])
-	var procs []*exec.Cmd
+	var procs []*testproc.Proc
+	// kube-apiserver stops before etcd.
 	stop := func() {
 		for i := len(procs) - 1; i >= 0; i-- {
-			_ = procs[i].Process.Kill()
-			_ = procs[i].Wait()
+			procs[i].Stop(syscall.SIGTERM, 5*time.Second)
 		}
 	}
 	start := func(name string, bin string, args ...string) error {
-		logf, err := os.Create(filepath.Join(dir, name+".log"))
+		p, err := testproc.Start(name, testproc.Options{LogFile: filepath.Join(dir, name+".log")}, bin, args...)
 		if err != nil {
 			return err
 		}
-		cmd := exec.Command(bin, args...)
-		cmd.Stdout, cmd.Stderr = logf, logf
-		// The servers die with the test process, whatever way it ends.
-		cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-		if err := cmd.Start(); err != nil {
-			return fmt.Errorf("starting %s: %w", name, err)
-		}
-		procs = append(procs, cmd)
+		procs = append(procs, p)
 		return nil
 	}
 	if err := start("etcd", etcdBin,
@@ -142,43 +128,33 @@ func Start(dir string) (*Cluster, func(), error) {
 		return nil, nil, err
 	}
 	c := &Cluster{URL: "https://127.0.0.1:" + strconv.Itoa(ports[2]), dir: dir}
-	if err := c.waitReady(90 * time.Second); err != nil {
+	etcd, apiserver := procs[0], procs[1]
+	if err := apiserver.WaitReady(90*time.Second, func() error {
+		if etcd.HasExited() {
+			return fmt.Errorf("etcd exited:\n%s", etcd.LogTail(2000))
+		}
+		return c.Ready()
+	}); err != nil {
 		stop()
-		logs, _ := os.ReadFile(filepath.Join(dir, "kube-apiserver.log"))
-		return nil, nil, fmt.Errorf("%w\nkube-apiserver log (tail):\n%s", err, tail(string(logs), 3000))
+		return nil, nil, err
 	}
 	return c, stop, nil
 }
 
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
+// Ready is a readiness check of the API server: /readyz answered 200 OK to the admin.
+func (c *Cluster) Ready() error { return ReadyURL(c.URL, AdminToken) }
+
+// ReadyURL is a readiness check of the API server at url, asked with token (the demo's server is not a
+// Cluster).
+func ReadyURL(url, token string) error {
+	return testproc.GetOK(readyClient, url+"/readyz", token)
 }
 
-func (c *Cluster) waitReady(timeout time.Duration) error {
-	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
-		TLSClientConfig: &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the test server's self-signed certificate
-	}}
-	deadline := time.Now().Add(timeout)
-	var last error
-	for time.Now().Before(deadline) {
-		req, _ := http.NewRequest(http.MethodGet, c.URL+"/readyz", nil)
-		req.Header.Set("Authorization", "Bearer "+AdminToken)
-		resp, err := client.Do(req)
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return nil
-			}
-			err = fmt.Errorf("readyz: %s", resp.Status)
-		}
-		last = err
-		time.Sleep(200 * time.Millisecond)
-	}
-	return fmt.Errorf("kube-apiserver not ready after %s: %v", timeout, last)
-}
+// readyClient keeps no connection open: a test package that checks for leaked goroutines would see its reader.
+var readyClient = &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{
+	TLSClientConfig:   &tls.Config{InsecureSkipVerify: true}, //nolint:gosec // the test server's self-signed certificate
+	DisableKeepAlives: true,
+}}
 
 // Config is a client configuration authenticating with token.
 func (c *Cluster) Config(token string) *rest.Config {

@@ -24,6 +24,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 
 	"github.com/otelcol-policy/otelcol-policy/internal/freeport"
+	"github.com/otelcol-policy/otelcol-policy/internal/testproc"
 )
 
 // Versions hack/test-servers.sh builds.
@@ -49,24 +50,14 @@ type Server struct {
 	addr        string
 	consoleAddr string
 	kmsKey      string
-	cmd         *exec.Cmd
-	exited      chan struct{}
+	proc        *testproc.Proc
 	mcConfig    string
-}
-
-func cacheDir() string {
-	if d := os.Getenv("CACHE_DIR"); d != "" {
-		return d
-	}
-	home, _ := os.UserHomeDir()
-	return filepath.Join(home, ".cache", "otelcol-policy")
 }
 
 // Binaries returns the paths of the cached minio and mc binaries, or an error saying how to build them.
 func Binaries() (minio, mc string, err error) {
-	bin := filepath.Join(cacheDir(), "bin")
-	minio = filepath.Join(bin, "minio-"+MinIOVersion)
-	mc = filepath.Join(bin, "mc-"+MCVersion)
+	minio = testproc.CachedBinary("minio", MinIOVersion)
+	mc = testproc.CachedBinary("mc", MCVersion)
 	for _, p := range []string{minio, mc} {
 		if _, err := os.Stat(p); err != nil {
 			return "", "", fmt.Errorf("%s not found: run `make test-servers` (or hack/test-servers.sh minio) to build MinIO once", p)
@@ -123,47 +114,26 @@ func (s *Server) Addr() string { return s.addr }
 
 func (s *Server) start() {
 	s.t.Helper()
-	logf, err := os.OpenFile(filepath.Join(s.dir, "minio.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	p, err := testproc.Start("minio", testproc.Options{
+		LogFile: filepath.Join(s.dir, "minio.log"),
+		Env: []string{
+			"MINIO_ROOT_USER=" + s.AccessKey,
+			"MINIO_ROOT_PASSWORD=" + s.SecretKey,
+			// SSE-S3 and SSE-KMS need a KMS; a static key is MinIO's built-in one.
+			"MINIO_KMS_SECRET_KEY=" + s.kmsKey,
+			"MINIO_UPDATE=off",
+			// Allows a data directory on the root disk, as a temporary directory is.
+			"MINIO_CI_CD=on",
+		},
+	}, s.bin, "server", filepath.Join(s.dir, "data"), "--address", s.addr, "--console-address", s.consoleAddr, "--quiet")
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	cmd := exec.Command(s.bin, "server", filepath.Join(s.dir, "data"),
-		"--address", s.addr, "--console-address", s.consoleAddr, "--quiet")
-	cmd.Env = append(os.Environ(),
-		"MINIO_ROOT_USER="+s.AccessKey,
-		"MINIO_ROOT_PASSWORD="+s.SecretKey,
-		// SSE-S3 and SSE-KMS need a KMS; a static key is MinIO's built-in one.
-		"MINIO_KMS_SECRET_KEY="+s.kmsKey,
-		"MINIO_UPDATE=off",
-		// Allows a data directory on the root disk, as a temporary directory is.
-		"MINIO_CI_CD=on",
-	)
-	cmd.Stdout, cmd.Stderr = logf, logf
-	// The server dies with the test process, whatever way it ends.
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		s.t.Fatalf("starting minio: %v", err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		logf.Close()
-		close(exited)
-	}()
-	s.cmd, s.exited = cmd, exited
+	s.proc = p
 	if err := s.waitReady(60 * time.Second); err != nil {
 		s.Stop()
-		logs, _ := os.ReadFile(filepath.Join(s.dir, "minio.log"))
-		s.t.Fatalf("%v\nminio log (tail):\n%s", err, tail(string(logs), 3000))
+		s.t.Fatal(err)
 	}
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
 }
 
 // waitReady waits for the liveness endpoint, then for the object layer: a server can be live before it
@@ -172,46 +142,21 @@ func (s *Server) waitReady(timeout time.Duration) error {
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
 	hc := &http.Client{Timeout: 2 * time.Second, Transport: tr}
-	deadline := time.Now().Add(timeout)
-	var last error
-	for _, path := range []string{"/minio/health/live", "/minio/health/ready"} {
-		for {
-			select {
-			case <-s.exited:
-				return fmt.Errorf("minio exited before it was ready")
-			default:
-			}
-			resp, err := hc.Get(s.Endpoint() + path)
-			if err == nil {
-				resp.Body.Close()
-				if resp.StatusCode == http.StatusOK {
-					break
-				}
-				err = fmt.Errorf("%s: %s", path, resp.Status)
-			}
-			last = err
-			if time.Now().After(deadline) {
-				return fmt.Errorf("minio not ready after %s: %v", timeout, last)
-			}
-			time.Sleep(100 * time.Millisecond)
+	return s.proc.WaitReady(timeout, func() error {
+		if err := testproc.GetOK(hc, s.Endpoint()+"/minio/health/live", ""); err != nil {
+			return err
 		}
-	}
-	return nil
+		return testproc.GetOK(hc, s.Endpoint()+"/minio/health/ready", "")
+	})
 }
 
 // Stop stops the server; its data stays for Restart.
 func (s *Server) Stop() {
-	if s.cmd == nil {
+	if s.proc == nil {
 		return
 	}
-	_ = s.cmd.Process.Signal(syscall.SIGTERM)
-	select {
-	case <-s.exited:
-	case <-time.After(10 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.exited
-	}
-	s.cmd = nil
+	s.proc.Stop(syscall.SIGTERM, 10*time.Second)
+	s.proc = nil
 }
 
 // Restart starts a stopped server again on the same address, with the same data and credentials.

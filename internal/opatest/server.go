@@ -8,13 +8,13 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/otelcol-policy/otelcol-policy/internal/freeport"
+	"github.com/otelcol-policy/otelcol-policy/internal/testproc"
 )
 
 // Version is the OPA release hack/test-servers.sh builds.
@@ -31,12 +31,7 @@ allow if input.user == "alice"
 // Binary returns the cached OPA binary, failing the test with how to get it when it is missing.
 func Binary(t testing.TB) string {
 	t.Helper()
-	dir := os.Getenv("CACHE_DIR")
-	if dir == "" {
-		home, _ := os.UserHomeDir()
-		dir = filepath.Join(home, ".cache", "otelcol-policy")
-	}
-	bin := filepath.Join(dir, "bin", "opa-"+Version)
+	bin := testproc.CachedBinary("opa", Version)
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("OPA %s not found at %s: run hack/test-servers.sh (make test does)", Version, bin)
 	}
@@ -84,42 +79,24 @@ decision_logs:
 		t.Fatal(err)
 	}
 	addr := fmt.Sprintf("127.0.0.1:%d", ports[0])
-	cmd := exec.Command(Binary(t), "run", "--server", "--addr", addr, "--config-file", filepath.Join(dir, "config.yaml"),
-		filepath.Join(dir, "policy.rego"))
-	logf, err := os.Create(filepath.Join(dir, "opa.log"))
+	logFile := filepath.Join(dir, "opa.log")
+	p, err := testproc.Start("opa", testproc.Options{LogFile: logFile}, Binary(t), "run", "--server", "--addr", addr,
+		"--config-file", filepath.Join(dir, "config.yaml"), filepath.Join(dir, "policy.rego"))
 	if err != nil {
-		t.Fatal(err)
-	}
-	cmd.Stdout, cmd.Stderr = logf, logf
-	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
-	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	s := &Server{URL: "http://" + addr, hc: &http.Client{Timeout: 10 * time.Second}}
 	t.Cleanup(func() {
-		_ = cmd.Process.Signal(syscall.SIGTERM)
-		_ = cmd.Wait()
-		logf.Close()
+		p.Stop(syscall.SIGTERM, 10*time.Second)
 		s.hc.CloseIdleConnections()
 		if t.Failed() {
-			b, _ := os.ReadFile(filepath.Join(dir, "opa.log"))
-			t.Logf("opa log:\n%s", b)
+			t.Logf("opa log:\n%s", testproc.LogTail(logFile, 1<<20))
 		}
 	})
-	deadline := time.Now().Add(20 * time.Second)
-	for {
-		resp, err := s.hc.Get(s.URL + "/health")
-		if err == nil {
-			resp.Body.Close()
-			if resp.StatusCode == http.StatusOK {
-				return s
-			}
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("OPA did not become healthy at %s: %v", s.URL, err)
-		}
-		time.Sleep(50 * time.Millisecond)
+	if err := p.WaitReady(20*time.Second, func() error { return testproc.GetOK(s.hc, s.URL+"/health", "") }); err != nil {
+		t.Fatal(err)
 	}
+	return s
 }
 
 func uploadLimit(opts Options) string {

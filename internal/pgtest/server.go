@@ -21,6 +21,7 @@ import (
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 
 	"github.com/otelcol-policy/otelcol-policy/internal/freeport"
+	"github.com/otelcol-policy/otelcol-policy/internal/testproc"
 )
 
 // User is the superuser of the test server; it needs no password.
@@ -31,10 +32,9 @@ type Server struct {
 	// Port is the loopback TCP port the server listens on.
 	Port int
 
-	t      testing.TB
-	dir    string
-	cmd    *exec.Cmd
-	exited chan struct{}
+	t    testing.TB
+	dir  string
+	proc *testproc.Proc
 }
 
 // BinDir finds the directory of initdb and postgres: $PG_BIN_DIR, else the newest
@@ -150,37 +150,17 @@ func (s *Server) command(cred *syscall.Credential, name string, args ...string) 
 
 func (s *Server) start(cred *syscall.Credential, postgres string) {
 	s.t.Helper()
-	logf, err := os.OpenFile(s.logFile(), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	// -F: no fsync, a test server's data need not survive a power loss.
+	p, err := testproc.Start("postgres", testproc.Options{LogFile: s.logFile(), Dir: s.dir, Credential: cred},
+		postgres, "-D", s.dataDir(), "-k", s.socketDir(), "-p", strconv.Itoa(s.Port), "-h", "127.0.0.1", "-F")
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	// -F: no fsync, a test server's data need not survive a power loss.
-	cmd := s.command(cred, postgres, "-D", s.dataDir(), "-k", s.socketDir(), "-p", strconv.Itoa(s.Port),
-		"-h", "127.0.0.1", "-F")
-	cmd.Stdout, cmd.Stderr = logf, logf
-	if err := cmd.Start(); err != nil {
-		logf.Close()
-		s.t.Fatalf("starting postgres: %v", err)
-	}
-	exited := make(chan struct{})
-	go func() {
-		_ = cmd.Wait()
-		logf.Close()
-		close(exited)
-	}()
-	s.cmd, s.exited = cmd, exited
+	s.proc = p
 	if err := s.waitReady(60 * time.Second); err != nil {
 		s.stop()
-		logs, _ := os.ReadFile(s.logFile())
-		s.t.Fatalf("%v\npostgres log (tail):\n%s", err, tail(string(logs), 3000))
+		s.t.Fatal(err)
 	}
-}
-
-func tail(s string, n int) string {
-	if len(s) > n {
-		return s[len(s)-n:]
-	}
-	return s
 }
 
 func (s *Server) waitReady(timeout time.Duration) error {
@@ -189,39 +169,20 @@ func (s *Server) waitReady(timeout time.Duration) error {
 		return err
 	}
 	defer db.Close()
-	deadline := time.Now().Add(timeout)
-	for {
-		select {
-		case <-s.exited:
-			return fmt.Errorf("postgres exited before it was ready")
-		default:
-		}
+	return s.proc.WaitReady(timeout, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		err := db.PingContext(ctx)
-		cancel()
-		if err == nil {
-			return nil
-		}
-		if time.Now().After(deadline) {
-			return fmt.Errorf("postgres not ready after %s: %v", timeout, err)
-		}
-		time.Sleep(50 * time.Millisecond)
-	}
+		defer cancel()
+		return db.PingContext(ctx)
+	})
 }
 
 // stop shuts the server down fast (SIGINT: roll back open transactions, disconnect clients).
 func (s *Server) stop() {
-	if s.cmd == nil {
+	if s.proc == nil {
 		return
 	}
-	_ = s.cmd.Process.Signal(syscall.SIGINT)
-	select {
-	case <-s.exited:
-	case <-time.After(15 * time.Second):
-		_ = s.cmd.Process.Kill()
-		<-s.exited
-	}
-	s.cmd = nil
+	s.proc.Stop(syscall.SIGINT, 15*time.Second)
+	s.proc = nil
 }
 
 // DSN is the connection string of database db on the server, as User.

@@ -15,6 +15,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/backoff"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/connectivity"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
@@ -110,14 +111,18 @@ func TestRestartMidStream(t *testing.T) {
 		defer conn.Close()
 		client := pb.NewResultForwarderClient(conn)
 
-		var done atomic.Int64
+		// The client signals when it has had the answers to a third and to two thirds of the requests.
+		marks := []int{len(requests) / 3, 2 * len(requests) / 3}
+		reached := []chan struct{}{make(chan struct{}), make(chan struct{})}
 		var retries atomic.Int64
 		clientErr := make(chan error, 1)
 		go func() {
-			for _, results := range requests {
+			for done, results := range requests {
 				for {
 					ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-					resp, err := client.Forward(ctx, &pb.ForwardRequest{Results: results})
+					// WaitForReady: while the server is away the call waits for the connection instead of
+					// failing at once, so that retrying needs no pause.
+					resp, err := client.Forward(ctx, &pb.ForwardRequest{Results: results}, grpc.WaitForReady(true))
 					cancel()
 					if err == nil {
 						if resp.GetAccepted() != uint32(len(results)) || len(resp.GetRejected()) > 0 {
@@ -131,23 +136,31 @@ func TestRestartMidStream(t *testing.T) {
 						return
 					}
 					retries.Add(1)
-					time.Sleep(10 * time.Millisecond)
 				}
-				done.Add(1)
+				for i, m := range marks {
+					if done+1 == m {
+						close(reached[i])
+					}
+				}
 			}
 			clientErr <- nil
 		}()
 
-		waitFor := func(n int64) {
-			deadline := time.Now().Add(time.Minute)
-			for done.Load() < n && time.Now().Before(deadline) {
-				time.Sleep(time.Millisecond)
+		for i := range marks {
+			select {
+			case <-reached[i]:
+			case err := <-clientErr:
+				t.Fatalf("the client stopped before request %d: %v", marks[i], err)
+			case <-time.After(time.Minute):
+				t.Fatalf("the client did not reach request %d", marks[i])
 			}
-		}
-		for _, at := range []int64{int64(len(requests)) / 3, 2 * int64(len(requests)) / 3} {
-			waitFor(at)
 			stop()
-			time.Sleep(200 * time.Millisecond) // the client keeps trying against a closed port
+			// The client keeps trying against the closed port: its connection fails while a call waits.
+			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+			for st := conn.GetState(); st != connectivity.TransientFailure; st = conn.GetState() {
+				require.True(t, conn.WaitForStateChange(ctx, st), "the connection stays %s", st)
+			}
+			cancel()
 			start()
 		}
 		select {

@@ -34,12 +34,14 @@ func TestRealOPADecisionLogsArriveExactlyOnce(t *testing.T) {
 	tr := startReceiver(t, cfg)
 	opa := opatest.Start(t, "http://"+cfg.OPA.Get().ServerConfig.NetAddr.Endpoint, opatest.Options{})
 
-	// The pipeline refuses for a while: OPA keeps its chunks and retries.
+	// The pipeline refuses until OPA has uploaded its chunks again: OPA keeps them and retries.
 	tr.sink.refusing.Store(true)
 	const n = 60
 	ids := evaluate(t, opa, n)
 	require.Eventually(t, func() bool { return tr.sink.refused.Load() >= 1 }, 15*time.Second, 50*time.Millisecond)
-	time.Sleep(2 * time.Second)
+	first := tr.sink.refused.Load()
+	require.Eventually(t, func() bool { return tr.sink.refused.Load() > first }, 30*time.Second, 50*time.Millisecond,
+		"OPA uploads a refused chunk again")
 	tr.sink.refusing.Store(false)
 
 	got := tr.waitDecisions(n, 60*time.Second)
