@@ -11,6 +11,9 @@ TOOLS_BIN := $(CACHE_DIR)/bin
 OCB_VERSION := v0.161.0
 OCB         := $(TOOLS_BIN)/builder-$(OCB_VERSION)
 
+GOLANGCI_LINT_VERSION := v2.15.0
+GOLANGCI_LINT         := $(TOOLS_BIN)/golangci-lint-$(GOLANGCI_LINT_VERSION)
+
 # protoc from Debian's protobuf-compiler; the Go plugins at the versions go.mod's protobuf and grpc match.
 PROTOC_GEN_GO_VERSION      := v1.36.12
 PROTOC_GEN_GO_GRPC_VERSION := v1.6.2
@@ -39,7 +42,12 @@ $(OCB):
 	GOBIN=$(CACHE_DIR)/ocb-$(OCB_VERSION) $(GO) install go.opentelemetry.io/collector/cmd/builder@$(OCB_VERSION)
 	mv $(CACHE_DIR)/ocb-$(OCB_VERSION)/builder $(OCB)
 
-tools: $(OCB)
+$(GOLANGCI_LINT):
+	mkdir -p $(TOOLS_BIN)
+	GOBIN=$(CACHE_DIR)/golangci-lint-$(GOLANGCI_LINT_VERSION) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
+	mv $(CACHE_DIR)/golangci-lint-$(GOLANGCI_LINT_VERSION)/golangci-lint $(GOLANGCI_LINT)
+
+tools: $(OCB) $(GOLANGCI_LINT)
 
 ## build: generate the distribution with OCB from builder-config.yaml and copy the binary to bin/; build the
 ## results server (cmd/results-server) to bin/results-server
@@ -97,11 +105,10 @@ bench-decisionlogs: build
 testbed: build test-servers
 	OTELCOL_POLICY_BIN=$(CURDIR)/$(BIN) CACHE_DIR=$(CACHE_DIR) $(GO) run ./testbed/cmd/testbed $(TESTBED_FLAGS)
 
-## lint: gofmt and go vet
-lint:
-	@unformatted=$$(gofmt -l $$(git ls-files '*.go')); \
-	if [ -n "$$unformatted" ]; then echo "gofmt needed:"; echo "$$unformatted"; exit 1; fi
-	$(GO) vet ./...
+## lint: golangci-lint with .golangci.yml (gofmt, goimports, go vet, staticcheck, errcheck, gosec, the SPDX header,
+## ...), installed at the pinned version under the cache
+lint: $(GOLANGCI_LINT)
+	$(GOLANGCI_LINT) run ./...
 
 $(TOOLS_BIN)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION)/protoc-gen-go:
 	GOBIN=$(dir $@) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Command results-server is the reference server of the results forwarding API: `serve` receives results from
 // the results_grpc exporter over gRPC and keeps them in SQLite or PostgreSQL, `fleet` prints the fleet view.
 package main

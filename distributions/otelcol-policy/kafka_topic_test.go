@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package distribution_test
 
 import (
@@ -79,7 +82,7 @@ service:
 		collectortest.Eventually(t, 30*time.Second, func() error {
 			v, err := promtext.ReadMetric(metrics, "otelcol_exporter_kafka_missing_topic_records", `topic="decisions"`)
 			if err != nil || v == 0 {
-				return fmt.Errorf("no records waiting for the topic yet (%v, %v)", v, err)
+				return fmt.Errorf("no records waiting for the topic yet (%v, %w)", v, err)
 			}
 			return nil
 		})
@@ -109,7 +112,7 @@ service:
 	collectortest.Eventually(t, 60*time.Second, func() error {
 		q, err := promtext.ReadMetric(metrics, "otelcol_exporter_queue_size", `exporter="kafka"`)
 		if err != nil || q > 0 {
-			return fmt.Errorf("kafka queue holds %v batches (%v)", q, err)
+			return fmt.Errorf("kafka queue holds %v batches (%w)", q, err)
 		}
 		text, err := promtext.Scrape(http.DefaultClient, metrics)
 		if err != nil {

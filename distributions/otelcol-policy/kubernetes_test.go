@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package distribution_test
 
 import (
@@ -686,10 +689,10 @@ func testRBAC(t *testing.T, e *kubeEnv) {
 	// Leases: the one of leader election, in its namespace only.
 	leases := saCS.CoordinationV1().Leases(saNamespace)
 	holder := "replica-1"
-	lease, err := leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaseName},
+	_, err = leases.Create(ctx, &coordinationv1.Lease{ObjectMeta: metav1.ObjectMeta{Name: leaseName},
 		Spec: coordinationv1.LeaseSpec{HolderIdentity: &holder}}, metav1.CreateOptions{})
 	require.NoError(t, err, "create the lease")
-	lease, err = leases.Get(ctx, leaseName, metav1.GetOptions{})
+	lease, err := leases.Get(ctx, leaseName, metav1.GetOptions{})
 	require.NoError(t, err, "get the lease")
 	holder = "replica-2"
 	lease.Spec.HolderIdentity = &holder

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 //go:generate mdatagen metadata.yaml
 
 // Package durablefileexporter writes log records as OTLP JSON lines to a local file and acknowledges a batch only

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package kafkaexporter // import "github.com/otelcol-policy/otelcol-policy/exporter/kafkaexporter"
 
 import (
@@ -29,7 +32,7 @@ func clientOptions(ctx context.Context, cfg *Config, logger *zap.Logger) ([]kgo.
 		kgo.SeedBrokers(cfg.Brokers...),
 		kgo.WithLogger(zapLogger{logger}),
 		kgo.ProducerBatchCompression(compressionCodec(cfg.Producer.Compression)),
-		kgo.ProducerBatchMaxBytes(int32(cfg.Producer.MaxMessageBytes)),
+		kgo.ProducerBatchMaxBytes(int32(cfg.Producer.MaxMessageBytes)), //nolint:gosec // G115: Validate keeps it at most 1 GiB
 		kgo.MetadataMinAge(250 * time.Millisecond),
 	}
 	if cfg.Producer.AllowAutoTopicCreation {

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package kafkaexporter // import "github.com/otelcol-policy/otelcol-policy/exporter/kafkaexporter"
 
 import (
@@ -231,7 +234,7 @@ func validTopicName(t string) bool {
 		return false
 	}
 	for _, c := range []byte(t) {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-') {
+		if (c < 'a' || c > 'z') && (c < 'A' || c > 'Z') && (c < '0' || c > '9') && c != '.' && c != '_' && c != '-' {
 			return false
 		}
 	}

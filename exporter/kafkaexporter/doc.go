@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 //go:generate mdatagen metadata.yaml
 
 // Package kafkaexporter produces policy result log records to Kafka, one Kafka record per log record, keyed by

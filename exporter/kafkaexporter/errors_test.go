@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package kafkaexporter
 
 import (
@@ -58,7 +61,7 @@ func TestClassify(t *testing.T) {
 func kafkaErrors(t *testing.T) []*kerr.Error {
 	var out []*kerr.Error
 	for code := int16(-1); code < 1000; code++ {
-		if ke, ok := kerr.ErrorForCode(code).(*kerr.Error); ok && ke.Code == code {
+		if ke, ok := errors.AsType[*kerr.Error](kerr.ErrorForCode(code)); ok && ke.Code == code {
 			out = append(out, ke)
 		}
 	}

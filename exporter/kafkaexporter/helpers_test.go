@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package kafkaexporter
 
 import (
@@ -77,26 +80,6 @@ func consumeWith(t testing.TB, opts []kgo.Opt, want int, topics ...string) []*kg
 	}
 	require.Len(t, out, want, "records consumed from %v", topics)
 	return out
-}
-
-// consumeAvailable reads every record of the topics until none arrived for a while: for counting duplicates.
-func consumeAvailable(t testing.TB, addrs []string, topics ...string) []*kgo.Record {
-	t.Helper()
-	cl, err := kgo.NewClient(kgo.SeedBrokers(addrs...), kgo.ConsumeTopics(topics...),
-		kgo.ConsumeResetOffset(kgo.NewOffset().AtStart()))
-	require.NoError(t, err)
-	defer cl.Close()
-	var out []*kgo.Record
-	for {
-		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
-		fs := cl.PollFetches(ctx)
-		cancel()
-		if ctx.Err() != nil {
-			return out
-		}
-		require.NoError(t, fs.Err())
-		out = append(out, fs.Records()...)
-	}
 }
 
 func header(r *kgo.Record, key string) (string, bool) {

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 //go:generate mdatagen metadata.yaml
 
 // Package s3exporter writes log records to S3 (or an S3-compatible store such as MinIO) as newline-delimited

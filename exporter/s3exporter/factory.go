@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package s3exporter // import "github.com/otelcol-policy/otelcol-policy/exporter/s3exporter"
 
 import (

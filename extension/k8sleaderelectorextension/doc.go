@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 //go:generate mdatagen metadata.yaml
 
 // Package k8sleaderelectorextension elects one leader among the replicas of a collector through a Kubernetes

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package main
 
 import (
@@ -223,7 +226,7 @@ func waitServed(ctx context.Context, disc discovery.DiscoveryInterface, gv, plur
 		}
 		select {
 		case <-ctx.Done():
-			return fmt.Errorf("%s/%s not served: %v", gv, plural, err)
+			return fmt.Errorf("%s/%s not served: %w", gv, plural, err)
 		case <-time.After(100 * time.Millisecond):
 		}
 	}

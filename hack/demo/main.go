@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Command demo runs the whole otelcol-policy pipeline on this machine, for `make demo` and `make demo-stop`:
 // etcd and kube-apiserver with the report CRDs, OPA uploading its decision log to the collector, MinIO, a
 // Kafka-protocol broker, the results server and the collector, all in the background, with their logs and

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package main
 
 import (
@@ -116,7 +119,7 @@ func readState(e env) (state, error) {
 	var s state
 	b, err := os.ReadFile(e.path("ports.json"))
 	if err != nil {
-		return s, fmt.Errorf("no demo state (%v): run `make demo`", err)
+		return s, fmt.Errorf("no demo state (%w): run `make demo`", err)
 	}
 	return s, json.Unmarshal(b, &s)
 }

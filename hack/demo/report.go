@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package main
 
 import (
@@ -5,6 +8,7 @@ import (
 	"compress/gzip"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -250,7 +254,7 @@ func readKafka(ctx context.Context, st state, r *report) error {
 		}
 		var fetchErr error
 		fetches.EachError(func(_ string, _ int32, err error) {
-			if err != context.DeadlineExceeded && err != context.Canceled {
+			if !errors.Is(err, context.DeadlineExceeded) && !errors.Is(err, context.Canceled) {
 				fetchErr = err
 			}
 		})

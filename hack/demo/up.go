@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package main
 
 import (
@@ -326,7 +329,7 @@ func startCollector(ctx context.Context, e env, p ports, b binaries) error {
 	validate := exec.CommandContext(ctx, b.collector, "validate", "--config="+cfg)
 	validate.Dir, validate.Env = e.root, append(os.Environ(), env...)
 	if out, err := validate.CombinedOutput(); err != nil {
-		return fmt.Errorf("%s validate --config=%s: %v\n%s", e.rel(b.collector), e.rel(cfg), err, out)
+		return fmt.Errorf("%s validate --config=%s: %w\n%s", e.rel(b.collector), e.rel(cfg), err, out)
 	}
 	if _, err := start(e, "collector", env, b.collector, "--config="+cfg); err != nil {
 		return err

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package collectortest runs the otelcol-policy binary in end-to-end tests: the binary `make build` produced,
 // in a directory of the test's own, on ports of its own, so that tests exercise exactly what users run.
 package collectortest // import "github.com/otelcol-policy/otelcol-policy/internal/collectortest"

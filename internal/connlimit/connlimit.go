@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package connlimit bounds the connections a server holds at once.
 package connlimit // import "github.com/otelcol-policy/otelcol-policy/internal/connlimit"
 

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package distribution ties this module's go.mod to builder-config.yaml. The OCB-generated module replaces
 // github.com/otelcol-policy/otelcol-policy with this checkout, so the versions required here take part in its
 // version selection: were a component of the distribution missing from go.mod, `go mod tidy` would pick its

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package filebaseline benchmarks the contrib file exporter on the batch an exporter benchmark writes, so that
 // every exporter's numbers stand next to the same baseline measured in the same run.
 package filebaseline // import "github.com/otelcol-policy/otelcol-policy/internal/filebaseline"

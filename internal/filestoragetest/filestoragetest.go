@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package filestoragetest runs the contrib file_storage extension in tests, as the collector would, so that
 // components are tested against the storage they use in production.
 package filestoragetest // import "github.com/otelcol-policy/otelcol-policy/internal/filestoragetest"

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package freeport finds free loopback TCP ports for the servers tests start.
 package freeport // import "github.com/otelcol-policy/otelcol-policy/internal/freeport"
 

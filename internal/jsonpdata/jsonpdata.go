@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package jsonpdata converts JSON documents into pdata values for log record bodies, keeping integers as
 // integers (encoding/json alone would turn every number into a float, so a count of 3 would read 3.0 and a
 // timestamp in seconds would lose precision).
@@ -129,7 +132,7 @@ func (p *parser) number(i int, dest pcommon.Value) (int, error) {
 		return end, err
 	}
 	lit := p.d[i:end]
-	if bytes.IndexAny(lit, ".eE") < 0 {
+	if !bytes.ContainsAny(lit, ".eE") {
 		if n, err := strconv.ParseInt(string(lit), 10, 64); err == nil {
 			dest.SetInt(n)
 			return end, nil

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package jsonscan validates and reads JSON events without decoding them into Go values.
 //
 // Decision events are read with this small scanner rather than encoding/json: decoding a 1.6 KB OPA event into

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package jsonscan // import "github.com/otelcol-policy/otelcol-policy/internal/jsonscan"
 
 // MaxDepth is encoding/json's nesting limit, so that both agree on what is valid.

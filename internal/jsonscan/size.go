@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package jsonscan // import "github.com/otelcol-policy/otelcol-policy/internal/jsonscan"
 
 // Size is what a value costs once built as pdata, in the units the decision receiver prices records in:

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package jsonscan // import "github.com/otelcol-policy/otelcol-policy/internal/jsonscan"
 
 // Bool reads v if it is true or false.

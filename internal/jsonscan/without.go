@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package jsonscan // import "github.com/otelcol-policy/otelcol-policy/internal/jsonscan"
 
 // WithoutPath returns object obj, whose members are ms, without the members at path (every one of them,

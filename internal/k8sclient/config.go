@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package k8sclient is the Kubernetes client configuration shared by this repository's components, with the
 // keys and meaning of contrib's Kubernetes components: auth_type serviceAccount, kubeConfig or none.
 package k8sclient // import "github.com/otelcol-policy/otelcol-policy/internal/k8sclient"

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package k8sfake is an in-process Kubernetes API server for unit tests: the part of the real protocol that
 // discovery, list-and-watch clients and leader election use, served over HTTP by httptest. Tests drive it
 // (create, change and delete objects, serve or stop serving a resource, expire resource versions, deny a

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package k8stest starts a real Kubernetes control plane for integration tests: etcd (Debian's etcd-server)
 // and kube-apiserver (built by hack/test-servers.sh), on free loopback ports, with token authentication and
 // RBAC, so that tests exercise the API server's real list, watch, discovery and authorization behaviour.

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package kafkatest changes and inspects topics of a Kafka-protocol broker (franz-go's kfake in the tests) the way
 // an operator or an admin tool would, with raw protocol requests: the tests need no admin client module.
 package kafkatest // import "github.com/otelcol-policy/otelcol-policy/internal/kafkatest"

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package logsubset copies chosen records of a batch into a new batch, for exporters that hand the records of a
 // partly failed batch back to exporterhelper (consumererror.NewLogs) so that only those are retried.
 package logsubset // import "github.com/otelcol-policy/otelcol-policy/internal/logsubset"

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package miniotest runs a real MinIO server for integration tests: the binary hack/test-servers.sh builds, on
 // free loopback ports, with random root credentials and a static KMS key, so that tests exercise S3's real
 // signing, errors, multipart uploads, policies and server-side encryption.

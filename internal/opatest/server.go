@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package opatest runs a real OPA server (the one hack/test-servers.sh installs) whose decision_logs plugin
 // uploads to a collector, for integration tests of the decision_logs receiver and of the distribution.
 package opatest // import "github.com/otelcol-policy/otelcol-policy/internal/opatest"

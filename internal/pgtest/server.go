@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package pgtest runs a real PostgreSQL server for integration tests: Debian's postgresql package (installed by
 // hack/test-servers.sh), initialised in a temporary directory and listening on a free loopback port, so that
 // tests exercise PostgreSQL's real SQL, locking and errors.
@@ -101,7 +104,7 @@ func credential() (*syscall.Credential, error) {
 	}
 	u, err := user.Lookup("postgres")
 	if err != nil {
-		return nil, fmt.Errorf("PostgreSQL refuses to run as root and there is no postgres user (%v): run `make test-servers` (or hack/test-servers.sh postgres)", err)
+		return nil, fmt.Errorf("PostgreSQL refuses to run as root and there is no postgres user (%w): run `make test-servers` (or hack/test-servers.sh postgres)", err)
 	}
 	uid, err := strconv.ParseUint(u.Uid, 10, 32)
 	if err != nil {

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package promtext reads the Prometheus text exposition of a collector's self-metrics: one reader for the tests
 // and the testbed, which wait on and measure the collector through its metrics endpoint.
 package promtext // import "github.com/otelcol-policy/otelcol-policy/internal/promtext"

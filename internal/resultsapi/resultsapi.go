@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package resultsapi converts between the result model (pkg/policyresult, log records) and the results
 // forwarding API (proto/policyresults/v1), for the results_grpc exporter and the results server.
 package resultsapi // import "github.com/otelcol-policy/otelcol-policy/internal/resultsapi"

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package resultsserver // import "github.com/otelcol-policy/otelcol-policy/internal/resultsserver"
 
 // The collector's gRPC client settings offer gzip, zstd and snappy compression; a server that cannot decompress

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package resultsserver
 
 import (
@@ -125,7 +128,7 @@ func TestRestartMidStream(t *testing.T) {
 					resp, err := client.Forward(ctx, &pb.ForwardRequest{Results: results}, grpc.WaitForReady(true))
 					cancel()
 					if err == nil {
-						if resp.GetAccepted() != uint32(len(results)) || len(resp.GetRejected()) > 0 {
+						if int(resp.GetAccepted()) != len(results) || len(resp.GetRejected()) > 0 {
 							clientErr <- fmt.Errorf("accepted %d of %d, rejected %v", resp.GetAccepted(), len(results), resp.GetRejected())
 							return
 						}

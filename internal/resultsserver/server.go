@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package resultsserver is the reference server of the results forwarding API (proto/policyresults/v1): it
 // checks and stores forwarded results in SQLite or PostgreSQL, idempotently, and serves a fleet view of the
 // current state. cmd/results-server wraps it in a command; tests of the results_grpc exporter run it in-process.

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package resultstate // import "github.com/otelcol-policy/otelcol-policy/internal/resultstate"
 
 import (
@@ -115,7 +118,7 @@ func (r *Runner) Start(ctx context.Context, host component.Host) error {
 	}
 	tick, stopTicker := r.newTicker(r.set.Interval)
 	r.stop, r.done = make(chan struct{}), make(chan struct{})
-	go r.loop(tick, stopTicker)
+	go r.loop(tick, stopTicker) //nolint:gosec // G118: the loop outlives Start's context; Shutdown stops it
 	return nil
 }
 

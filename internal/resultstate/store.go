@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package resultstate // import "github.com/otelcol-policy/otelcol-policy/internal/resultstate"
 
 import (
@@ -150,7 +153,7 @@ func decodeGroup(b []byte, t *Tally) error {
 	}
 	values := make([]string, len(t.names))
 	for i := range values {
-		values[i] = string(d.bytes(int(d.uvarint())))
+		values[i] = string(d.bytes(d.uvarint()))
 	}
 	var emitted policyresult.Counts
 	for _, c := range countFields(&emitted) {
@@ -159,7 +162,7 @@ func decodeGroup(b []byte, t *Tally) error {
 	n := d.uvarint()
 	for range n {
 		var k policyresult.Hash
-		copy(k[:], d.bytes(len(k)))
+		copy(k[:], d.bytes(uint64(len(k))))
 		o := outcomeOf(d.byte())
 		if d.err != nil {
 			break
@@ -219,8 +222,8 @@ func (d *decoder) varint() int64 {
 	return v
 }
 
-func (d *decoder) bytes(n int) []byte {
-	if n < 0 || len(d.b) < n {
+func (d *decoder) bytes(n uint64) []byte {
+	if uint64(len(d.b)) < n {
 		d.err = errTruncated
 		return nil
 	}

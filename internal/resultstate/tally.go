@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package resultstate keeps the latest outcome of every result key, grouped by a configured set of attributes,
 // with counts per group. The policy_aggregate processor and the policy_metrics connector share it: both must
 // know the current posture, while the receivers emit only changes.
@@ -131,7 +134,7 @@ func (t *Tally) Resolve(k policyresult.Hash) {
 func (t *Tally) add(k policyresult.Hash, gi uint32, oi uint8) {
 	g := t.groups[gi]
 	g.keys = append(g.keys, k)
-	t.keys[k] = slot{group: gi, idx: uint32(len(g.keys) - 1), seq: t.seq, outcome: oi}
+	t.keys[k] = slot{group: gi, idx: uint32(len(g.keys) - 1), seq: t.seq, outcome: oi} //nolint:gosec // G115: max_keys bounds it
 	g.Counts.Add(outcomeOf(oi), 1)
 	t.stored[g.id] = g
 }
@@ -198,7 +201,7 @@ func (t *Tally) group(values []string) uint32 {
 		t.free = t.free[:n-1]
 		t.groups[gi] = g
 	} else {
-		gi = uint32(len(t.groups))
+		gi = uint32(len(t.groups)) //nolint:gosec // G115: max_keys bounds the groups too
 		t.groups = append(t.groups, g)
 	}
 	t.byID[g.id] = gi

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package storageclient opens the storage client of a component that names a storage extension in its
 // configuration (`storage: file_storage`), with errors that say which extension is wrong.
 package storageclient // import "github.com/otelcol-policy/otelcol-policy/internal/storageclient"

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package testproc starts the server binaries that the tests and the demo run (etcd, kube-apiserver, MinIO,
 // PostgreSQL, OPA, the collector): where hack/test-servers.sh caches them, where their output goes, how
 // readiness is waited for and how they are stopped, in one place.

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package testproc // import "github.com/otelcol-policy/otelcol-policy/internal/testproc"
 
 import (
@@ -20,10 +23,10 @@ func WaitReady(name string, timeout time.Duration, exited func() bool, ready fun
 			return nil
 		}
 		if exited() {
-			return fmt.Errorf("%s exited before it was ready (last check: %v)", name, err)
+			return fmt.Errorf("%s exited before it was ready (last check: %w)", name, err)
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("%s not ready after %s: %v", name, timeout, err)
+			return fmt.Errorf("%s not ready after %s: %w", name, timeout, err)
 		}
 		time.Sleep(pollInterval)
 	}

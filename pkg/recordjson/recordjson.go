@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package recordjson writes a log record as one flat JSON object, the line format of the s3 and kafka
 // exporters: a query engine (Athena, DuckDB, ClickHouse, Spark) or a Kafka consumer reads it without knowing
 // OTLP. docs/json-lines.md documents the format.

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package decisionlogsreceiver
 
 // go test -run '^$' -bench Decode -count 5, medians (Go 1.26.8, linux/amd64, 2 vCPUs of an AMD EPYC; each

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package decisionlogsreceiver // import "github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver"
 
 import (
@@ -52,6 +55,11 @@ type opaSummary struct {
 // upload.
 type span struct{ start, end int32 }
 
+// spanAt is the span [start, end) of an event that readOPA checked is at most math.MaxInt32 bytes long.
+func spanAt(start, end int) span {
+	return span{int32(start), int32(end)} //nolint:gosec // G115: the event is at most math.MaxInt32 bytes
+}
+
 func (s span) of(obj []byte) []byte {
 	if s.end == 0 {
 		return nil
@@ -69,7 +77,7 @@ func readOPA(obj []byte, ms jsonscan.Members) opaSummary {
 	inputs, in := 0, 0
 	for i := range ms {
 		m := &ms[i]
-		at := span{int32(m.End - len(m.Value)), int32(m.End)}
+		at := spanAt(m.End-len(m.Value), m.End)
 		switch string(m.Name()) {
 		case "decision_id":
 			e.id = at
@@ -96,11 +104,11 @@ func readOPA(obj []byte, ms jsonscan.Members) opaSummary {
 	}
 	switch m := &ms[in]; {
 	case in < len(ms)-1:
-		e.cut = span{int32(m.Start), int32(ms[in+1].Start)}
+		e.cut = spanAt(m.Start, ms[in+1].Start)
 	case in > 0:
-		e.cut = span{int32(ms[in-1].End), int32(m.End)}
+		e.cut = spanAt(ms[in-1].End, m.End)
 	default:
-		e.cut = span{int32(m.Start), int32(m.End)}
+		e.cut = spanAt(m.Start, m.End)
 	}
 	return e
 }

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 //go:generate mdatagen metadata.yaml
 
 // Package decisionlogsreceiver receives the decision streams of policy engines as policy.decision log records:

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package k8sreportsreceiver
 
 import (
@@ -165,7 +168,6 @@ func TestLargestReportFansOutWithinBoundedMemory(t *testing.T) {
 
 	sink := newTallySink(t)
 	tr := startReceiverInto(t, testConfig(t), k8stest.AdminToken, storageDir, map[component.ID]component.Component{}, sink)
-	raw = nil
 	runtime.GC()
 	base := heapNow()
 	heap := watchHeap()

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package k8sreportsreceiver // import "github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver"
 
 import (
@@ -104,7 +107,7 @@ func (b *stateBuilder) subjectIndex(r policyresult.Resource) int32 {
 	if i, ok := b.subjects[r]; ok {
 		return i
 	}
-	i := int32(len(b.state.subjects))
+	i := int32(len(b.state.subjects)) //nolint:gosec // G115: max_report_records bounds the subjects
 	b.state.subjects = append(b.state.subjects, r)
 	b.subjects[r] = i
 	return i
@@ -180,7 +183,7 @@ func diff(prev *emittedReport, next []parsedResult, deleted, partial, emitResolv
 			default:
 				continue
 			}
-			out = append(out, outRecord{&next[i], h})
+			out = append(out, outRecord{&next[i], h}) //nolint:gosec // G602: i ranges over next
 		}
 		for k := range seen {
 			delete(prevByKey, k)
@@ -289,7 +292,7 @@ func (e *emittedReport) UnmarshalJSON(b []byte) error {
 	}
 	e.results = make([]storedResult, len(w.Results))
 	for i, r := range w.Results {
-		if r.Subject >= int32(len(e.subjects)) {
+		if int(r.Subject) >= len(e.subjects) {
 			return fmt.Errorf("result %d names subject %d of %d", i, r.Subject, len(e.subjects))
 		}
 		e.results[i] = storedResult{

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package k8sreportsreceiver
 
 import (
@@ -143,8 +146,8 @@ func TestTrackerPushesBackWhenFull(t *testing.T) {
 	done := make(chan error)
 	go func() { done <- tr.put(ctx, objKey{name: "b"}, &update{}) }()
 	select {
-	case <-done:
-		t.Fatal("put did not wait for room")
+	case err := <-done:
+		t.Fatalf("put did not wait for room (it returned %v)", err)
 	default:
 	}
 	_, _, _, ok := tr.take(true)

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package k8sreportsreceiver // import "github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver"
 
 import (
@@ -133,7 +136,7 @@ type watchEvent struct {
 // watch follows changes from rv until the server ends the watch, and returns the last resource version seen.
 func (w *watcher) watch(ctx context.Context, rv string) (string, error) {
 	// Spread the server-side timeouts so that watches of many resources do not all restart together.
-	timeout := 240 + rand.IntN(120)
+	timeout := 240 + rand.IntN(120) //nolint:gosec // G404: spreads watch timeouts, no secret
 	req := w.client.Get().AbsPath(w.path()).
 		Param("watch", "true").
 		Param("resourceVersion", rv).
@@ -266,7 +269,7 @@ func (b *backoff) reset() { b.next = b.min }
 
 // wait sleeps for the next delay; false when ctx ended first.
 func (b *backoff) wait(ctx context.Context) bool {
-	d := b.next/2 + rand.N(b.next/2+1)
+	d := b.next/2 + rand.N(b.next/2+1) //nolint:gosec // G404: jitter, no secret
 	b.next = min(2*b.next, b.max)
 	t := time.NewTimer(d)
 	defer t.Stop()

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package badinput feeds malformed and hostile input to every receiver of the distribution through its real
 // network endpoint, and checks that each input yields a counted error or a correct record, never a crash or an
 // unbounded allocation, and that the receiver still works afterwards.

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package crash is the crash test of the distribution: an OPA-like client streams decisions at a fixed rate
 // into the decision_logs receiver while the collector, exporting to MinIO through the s3 exporter on a persistent
 // sending_queue, is killed with SIGKILL several times and restarted on the same data directory. Every decision

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package decisionlogs benchmarks the decision_logs receiver in the distribution binary: decisions per second
 // over an NDJSON Unix socket and as OPA gzip uploads over HTTP, and, in the same run and collector, the core
 // otlp receiver taking the same decisions as OTLP/HTTP JSON, and the collector's peak RSS. Run with

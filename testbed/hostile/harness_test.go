@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package hostile attacks the distribution as an attacker on loopback would: one small request, connection, line
 // or report crafted to make the collector (or results-server) build far more than it received, or to hold its
 // resources. Each attack runs against the binary on a shipped config and asserts that the collector stays up,

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package k8sreports benchmarks the k8s_reports receiver in the distribution binary against a real API server:
 // the initial sync of 10,000 Pod Security Standards-shaped PolicyReports (19 results each, about 6 KB), the
 // collector's peak RSS, and a burst of 1,000 changed results, for three setups (see setups). Run with

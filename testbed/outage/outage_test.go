@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package outage is the outage test of the distribution: while a client streams at a fixed rate, the backend
 // the collector exports to (MinIO, a Kafka-protocol broker, the results server) goes down and comes back. The
 // persistent sending_queue must grow within its configured bound, the receiver must push back (503, which the

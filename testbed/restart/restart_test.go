@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package restart tests the report watcher across a restart at scale: the collector binary with the default
 // config watches 1,000 PolicyReports in a real API server; while it is stopped, 100 reports change, 50 are
 // deleted and 50 are created; after the restart it must emit exactly the new, changed and resolved results, and

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package resultsgrpc benchmarks the results_grpc exporter, as its factory builds it, forwarding to the
 // reference results server (internal/resultsserver) in-process over loopback gRPC, storing into SQLite and
 // into PostgreSQL. Run with

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package k8sleaderelectortest is a leader elector for unit tests, like contrib's package of the same name:
 // the test, not a Lease, decides when the components using it lead, and each call returns once their
 // callbacks did, so that the test knows who leads without waiting.

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package attacktest is what the results server's attack tests send: a ForwardRequest built to cost its
 // decoder the most, sent as raw bytes, and a raw HTTP/2 connection that opens streams the way a hostile
 // client does, ignoring the server's SETTINGS. internal/resultsserver and testbed/hostile use it.

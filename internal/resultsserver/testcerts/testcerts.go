@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package testcerts makes a small certificate authority for tests of TLS and mutual TLS: a CA, a server
 // certificate for localhost and 127.0.0.1, and a client certificate, all fresh for each call.
 package testcerts // import "github.com/otelcol-policy/otelcol-policy/internal/resultsserver/testcerts"

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Command testbed is `make testbed`: it runs the delivery tests of testbed/ at full scale and every benchmark
 // of the repository, several times each, and writes testbed/results/RESULTS.md (machine, date, each figure as
 // min/median/max over the runs, peak RSS, the delivery tests' outcomes), results.json (all of it, with every

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 package main
 
 // table is a section of RESULTS.md: rows of figures, each taken from one benchmark of one step.

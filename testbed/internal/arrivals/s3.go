@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package arrivals reads what reached a destination of the testbed (an S3 bucket, a Kafka topic, the results
 // server's database) as item ids, and tallies them against what the collector accepted: lost, foreign,
 // duplicated.

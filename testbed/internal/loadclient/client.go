@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package loadclient streams uniquely identified items into a collector at a fixed rate, the way the clients
 // of a collector deliver: one upload at a time, in order, and the same bytes posted again until the collector
 // answers 200 (OPA's decision_logs plugin does this; so does the collector's own otlphttp exporter). An item

@@ -1,3 +1,6 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
 // Package procsample samples a running collector process at a fixed interval: its resident memory from /proc
 // and the rate of one of its Prometheus counters (the throughput), plus any gauges asked for. The testbed's
 // long runs record such a series so that the results show how memory and throughput moved during the run,
