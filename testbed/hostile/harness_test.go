@@ -365,6 +365,9 @@ type Legit struct {
 	refusals int
 }
 
+// retryAfterStop bounds how long an upload refused during the attack is retried after it.
+const retryAfterStop = 30 * time.Second
+
 // StartLegitOPA starts legitimate uploads of 10 decisions every 100 ms.
 func (tg *Target) StartLegitOPA(name string) *Legit {
 	l := &Legit{stop: make(chan struct{}), done: make(chan struct{})}
@@ -378,6 +381,7 @@ func (tg *Target) StartLegitOPA(name string) *Legit {
 				ids[i] = fmt.Sprintf("legit-%s-%d-%d", name, n, i)
 			}
 			body := gzipped(opaUpload(ids))
+			var giveUp time.Time
 			for {
 				ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 				code, err := tg.PostOPA(ctx, body, true)
@@ -388,11 +392,19 @@ func (tg *Target) StartLegitOPA(name string) *Legit {
 				l.mu.Lock()
 				l.refusals++
 				l.mu.Unlock()
-				select {
-				case <-l.stop:
-					return // the upload in hand was never accepted: it is not owed
-				case <-time.After(200 * time.Millisecond):
+				// The upload in hand was sent during the attack: like OPA, keep retrying it after the attack
+				// ended (a short attack can end before the first retry), for at most retryAfterStop.
+				if giveUp.IsZero() {
+					select {
+					case <-l.stop:
+						giveUp = time.Now().Add(retryAfterStop)
+					default:
+					}
 				}
+				if !giveUp.IsZero() && time.Now().After(giveUp) {
+					return // never accepted: it is not owed
+				}
+				time.Sleep(200 * time.Millisecond)
 			}
 			l.mu.Lock()
 			l.accepted = append(l.accepted, ids...)
