@@ -239,7 +239,7 @@ func TestGatekeeperExportWaitsForAProcessHoldingTheLock(t *testing.T) {
 	dir := filepath.Join(path, channel)
 	seg := writeAdmissionSegment(t, dir, t0, admissionViolation("uid-1", "shop", "a1"))
 	// flock(1) takes LOCK_EX|LOCK_NB on the segment and holds it until its stdin closes.
-	cmd := exec.Command(flockCmd, "-x", "-n", seg, "sh", "-c", "echo locked; read x")
+	cmd := exec.Command(flockCmd, "-x", "-n", seg, "sh", "-c", "echo locked; cat >/dev/null")
 	stdin, err := cmd.StdinPipe()
 	require.NoError(t, err)
 	stdout, err := cmd.StdoutPipe()
@@ -479,7 +479,13 @@ func TestGatekeeperExportFaultsAreStatuses(t *testing.T) {
 	assert.Len(t, g.seen(), 1)
 
 	if os.Geteuid() == 0 {
-		t.Log("root reads any directory: permission denied is not tested")
+		// Root reads any directory: an unreadable one is a file where the directory should be.
+		require.NoError(t, os.RemoveAll(missing))
+		require.NoError(t, os.WriteFile(missing, nil, 0o600))
+		g.poll()
+		ev = <-g.host.events
+		assert.Equal(t, componentstatus.StatusRecoverableError, ev.Status())
+		assert.ErrorContains(t, ev.Err(), "not a directory")
 		return
 	}
 	require.NoError(t, os.Chmod(dir, 0))
