@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"time"
 
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/config/confighttp"
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/config/configtls"
@@ -33,6 +34,11 @@ type Config struct {
 	OPA configoptional.Optional[OPAConfig] `mapstructure:"opa"`
 	// Generic maps the fields of listeners with format "generic".
 	Generic GenericMapping `mapstructure:"generic"`
+	// GatekeeperExport reads the files of Gatekeeper's disk export driver.
+	GatekeeperExport configoptional.Optional[GatekeeperExportConfig] `mapstructure:"gatekeeper_export"`
+	// Storage is the storage extension in which gatekeeper_export remembers what the pipeline accepted, so that
+	// a restarted collector neither loses nor re-sends export files.
+	Storage *component.ID `mapstructure:"storage"`
 
 	// ClusterName becomes the resource attribute k8s.cluster.name.
 	ClusterName string `mapstructure:"cluster_name"`
@@ -83,6 +89,22 @@ type NDJSONConfig struct {
 	_ struct{}
 }
 
+// GatekeeperExportConfig reads the directory of a Gatekeeper Connection with driver disk.
+type GatekeeperExportConfig struct {
+	// Path is the Connection's spec.config.path; every channel directory below it is read.
+	Path string `mapstructure:"path"`
+	// PollInterval is how often the directories are listed for completed files.
+	PollInterval time.Duration `mapstructure:"poll_interval"`
+	// AuditChanges emits, of each audit run, only the violations that are new or changed since the previous
+	// run, and a resolved record for each that disappeared.
+	AuditChanges bool `mapstructure:"audit_changes"`
+	// MaxLineBytes bounds one line; longer lines are skipped and counted.
+	MaxLineBytes int `mapstructure:"max_line_bytes"`
+
+	// prevent unkeyed literal initialization
+	_ struct{}
+}
+
 // OPAConfig is the HTTP endpoint for OPA's decision_logs plugin.
 type OPAConfig struct {
 	ServerConfig confighttp.ServerConfig `mapstructure:",squash"`
@@ -124,6 +146,13 @@ func (c *Config) withDefaults() *Config {
 		oc := *o
 		oc.setDefaults()
 		cp.OPA = configoptional.Some(oc)
+	}
+	if g := c.GatekeeperExport.Get(); g != nil {
+		gc := *g
+		d := defaultGatekeeperExport()
+		setDefault(&gc.PollInterval, d.PollInterval)
+		setDefault(&gc.MaxLineBytes, d.MaxLineBytes)
+		cp.GatekeeperExport = configoptional.Some(gc)
 	}
 	d := createDefaultConfig().(*Config)
 	setDefault(&cp.MaxBatchBytes, d.MaxBatchBytes)
@@ -174,7 +203,7 @@ func (c *NDJSONConfig) socketMode() (os.FileMode, error) {
 // Validate checks the configuration before the collector starts.
 func (c *Config) Validate() error {
 	var errs []error
-	if len(c.NDJSON) == 0 && !c.OPA.HasValue() {
+	if len(c.NDJSON) == 0 && !c.OPA.HasValue() && !c.GatekeeperExport.HasValue() {
 		errs = append(errs, errors.New("configure at least one ndjson listener or the opa endpoint"))
 	}
 	generic := false
@@ -221,6 +250,11 @@ func (c *Config) Validate() error {
 	if opa := c.OPA.Get(); opa != nil {
 		errs = append(errs, opa.validate()...)
 	}
+	if g := c.GatekeeperExport.Get(); g != nil {
+		errs = append(errs, g.validate()...)
+	} else if c.Storage != nil {
+		errs = append(errs, errors.New("storage is used by gatekeeper_export only, which is not configured"))
+	}
 	if c.MaxInputBytes < 0 {
 		errs = append(errs, fmt.Errorf("max_input_bytes must not be negative, got %d", c.MaxInputBytes))
 	}
@@ -242,6 +276,18 @@ const minBatchBytes = 64 << 10
 func appendNegative[T int | int64 | time.Duration](errs []error, key string, v T) []error {
 	if v < 0 {
 		return append(errs, fmt.Errorf("%s must not be negative, got %v", key, v))
+	}
+	return errs
+}
+
+func (g *GatekeeperExportConfig) validate() []error {
+	var errs []error
+	if g.Path == "" {
+		errs = append(errs, errors.New("gatekeeper_export::path must be set"))
+	}
+	errs = appendNegative(errs, "gatekeeper_export::poll_interval", g.PollInterval)
+	if g.MaxLineBytes != 0 && g.MaxLineBytes < 1024 {
+		errs = append(errs, fmt.Errorf("gatekeeper_export::max_line_bytes must be at least 1024, got %d", g.MaxLineBytes))
 	}
 	return errs
 }

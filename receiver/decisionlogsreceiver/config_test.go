@@ -44,6 +44,16 @@ func TestLoadConfig(t *testing.T) {
 	opa.MaxEventsPerRequest, opa.MaxConcurrentRequests, opa.MaxConnections, opa.ServerConfig.ReadTimeout = 2000, 4, 32, 30*time.Second
 	opa.ServerConfig.Auth = configoptional.Some(confighttp.AuthConfig{Config: configauth.Config{AuthenticatorID: component.MustNewID("bearertokenauth")}})
 	full.OPA = configoptional.Some(opa)
+	gk := defaultGatekeeperExport()
+	gk.Path, gk.PollInterval, gk.AuditChanges, gk.MaxLineBytes = "/tmp/violations/topics", 2*time.Second, true, 65536
+	full.GatekeeperExport = configoptional.Some(gk)
+	storage := component.MustNewIDWithName("file_storage", "decisions")
+	full.Storage = &storage
+
+	gkOnly := createDefaultConfig().(*Config)
+	gkDefaults := defaultGatekeeperExport()
+	gkDefaults.Path = "/tmp/violations/topics"
+	gkOnly.GatekeeperExport = configoptional.Some(gkDefaults)
 
 	for _, tt := range []struct {
 		name    string
@@ -52,7 +62,14 @@ func TestLoadConfig(t *testing.T) {
 	}{
 		{name: "", want: opaOnly},
 		{name: "full", want: full},
+		{name: "gatekeeper_export", want: gkOnly},
 		{name: "nothing", wantErr: []string{"configure at least one ndjson listener or the opa endpoint"}},
+		{name: "bad_gatekeeper_export", wantErr: []string{
+			"gatekeeper_export::path must be set",
+			"gatekeeper_export::poll_interval must not be negative, got -1s",
+			"gatekeeper_export::max_line_bytes must be at least 1024, got 10",
+		}},
+		{name: "storage_without_export", wantErr: []string{"storage is used by gatekeeper_export only, which is not configured"}},
 		{name: "bad_listener", wantErr: []string{
 			`ndjson[0] (udp:): transport must be unix or tcp, got "udp"`,
 			"ndjson[0] (udp:): endpoint must be set",

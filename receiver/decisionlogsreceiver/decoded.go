@@ -24,6 +24,8 @@ type decoded struct {
 	bodySize, inputSize jsonscan.Size
 	// withInput says the input goes into the record's body, as the receiver's price decided.
 	withInput bool
+	// state marks the record of a change stream (gatekeeper_export with audit_changes); StateNone otherwise.
+	state policyresult.State
 }
 
 // decodeFunc decodes one JSON event. The error names the field that is wrong; the caller adds the line or

@@ -59,9 +59,17 @@ func defaultOPA() OPAConfig {
 // costs some tens of KiB (a goroutine and its buffers) until read_header_timeout or the idle timeout closes it.
 const defaultOPAMaxConnections = 256
 
+// defaultGatekeeperExport is what `gatekeeper_export:` configures besides its path.
+func defaultGatekeeperExport() GatekeeperExportConfig {
+	// Gatekeeper audits every 60 s by default and rotates admission segments at least every minute: a few
+	// seconds add little to that, and listing a directory that often costs nothing.
+	return GatekeeperExportConfig{PollInterval: 5 * time.Second, MaxLineBytes: 1 << 20}
+}
+
 func createDefaultConfig() component.Config {
 	return &Config{
 		OPA:                  configoptional.Default(defaultOPA()),
+		GatekeeperExport:     configoptional.Default(defaultGatekeeperExport()),
 		MaxInputBytes:        64 << 10,
 		MaxBatchRecords:      1000,
 		MaxBatchBytes:        4 << 20,

@@ -16,7 +16,6 @@ import (
 	"sync"
 	"time"
 
-	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/receiver/receiverhelper"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
@@ -226,27 +225,35 @@ func (l *ndjsonListener) timedOut(dc *deadlineConn, lineNo int) {
 	l.r.rejected(&l.limiter, l.cfg.name(), "idle_timeout", 1, zap.Duration("idle_timeout", l.cfg.IdleTimeout))
 }
 
-// decodeLine decodes and prices one line; false when it is counted as rejected instead. The line's bytes are
-// part of its price: the batch holds them until it is handed over.
 func (l *ndjsonListener) decodeLine(line []byte, lineNo int) (decoded, int, bool) {
-	ev, err := l.decode(line)
+	return l.r.decodeLine(l.decode, l.cfg.name(), &l.limiter, line, lineNo)
+}
+
+// decodeLine decodes and prices one line of a stream or file; false when it is counted as rejected instead.
+// The line's bytes are part of its price: the batch holds them until it is handed over.
+func (r *decisionsReceiver) decodeLine(decode decodeFunc, listener string, lim *logLimiter, line []byte, lineNo int) (decoded, int, bool) {
+	ev, err := decode(line)
 	if errors.Is(err, errNotDecision) {
 		// Gatekeeper's audit_started lines, or JSON that is no decision at all: counted apart from
 		// malformed events, and not logged, since a shared stream may carry them routinely.
-		l.r.telemetry.ReceiverDecisionLogsRejected.Add(context.Background(), 1, metric.WithAttributes(
-			attribute.String("listener", l.cfg.name()), attribute.String("reason", "not_decision")))
+		r.notDecision(listener)
 		return decoded{}, 0, false
 	}
 	if err != nil {
-		l.r.rejected(&l.limiter, l.cfg.name(), "event", 1, zap.Int("line", lineNo), zap.Error(err))
+		r.rejected(lim, listener, "event", 1, zap.Int("line", lineNo), zap.Error(err))
 		return decoded{}, 0, false
 	}
-	cost, err := l.r.price(&ev)
+	cost, err := r.price(&ev)
 	if err != nil {
-		l.r.rejected(&l.limiter, l.cfg.name(), "event_too_large", 1, zap.Int("line", lineNo), zap.Error(err))
+		r.rejected(lim, listener, "event_too_large", 1, zap.Int("line", lineNo), zap.Error(err))
 		return decoded{}, 0, false
 	}
 	return ev, cost + len(line), true
+}
+
+func (r *decisionsReceiver) notDecision(listener string) {
+	r.telemetry.ReceiverDecisionLogsRejected.Add(context.Background(), 1, metric.WithAttributes(
+		attribute.String("listener", listener), attribute.String("reason", "not_decision")))
 }
 
 // deadlineConn sets a read deadline before each read: idle_timeout from now between lines, line_timeout from
@@ -313,25 +320,7 @@ func (l *ndjsonListener) flush(b *batch, lines *arena, dc *deadlineConn) bool {
 }
 
 func (l *ndjsonListener) deliver(batch []decoded) bool {
-	delay := 10 * time.Millisecond
-	for {
-		err := l.r.consume(l.r.stopping, l.obs, l.cfg.Format, batch)
-		if err == nil {
-			return true
-		}
-		if consumererror.IsPermanent(err) {
-			l.r.rejected(&l.limiter, l.cfg.name(), "refused", len(batch), zap.Error(err))
-			return true
-		}
-		t := time.NewTimer(delay)
-		select {
-		case <-l.r.stopping.Done():
-			t.Stop()
-			return false
-		case <-t.C:
-		}
-		delay = min(2*delay, 5*time.Second)
-	}
+	return l.r.deliver(l.obs, l.cfg.Format, l.cfg.name(), &l.limiter, batch)
 }
 
 // arena holds the lines of the batch in hand: the decoded events point into them until the batch is accepted,

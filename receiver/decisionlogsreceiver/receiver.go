@@ -12,6 +12,7 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/consumer"
+	"go.opentelemetry.io/collector/consumer/consumererror"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/receiver"
@@ -40,6 +41,12 @@ type decisionsReceiver struct {
 	server    *http.Server
 	// building holds the max_concurrent_batches turns to build records and hand them to the pipeline.
 	building slots
+
+	gk *gkExport
+	// gkTick, when set (tests), drives gatekeeper_export's polls instead of poll_interval; gkPolled hears of
+	// each poll's end.
+	gkTick   <-chan time.Time
+	gkPolled chan<- struct{}
 }
 
 func newReceiver(cfg *Config, set receiver.Settings, next consumer.Logs) (*decisionsReceiver, error) {
@@ -68,6 +75,11 @@ func (r *decisionsReceiver) Start(ctx context.Context, host component.Host) erro
 			return errors.Join(err, r.Shutdown(ctx))
 		}
 	}
+	if g := r.cfg.GatekeeperExport.Get(); g != nil {
+		if err := r.startGatekeeperExport(ctx, host, g); err != nil {
+			return errors.Join(err, r.Shutdown(ctx))
+		}
+	}
 	return nil
 }
 
@@ -83,6 +95,10 @@ func (r *decisionsReceiver) Shutdown(ctx context.Context) error {
 	// A second Shutdown (the collector's, after a Start that failed and shut down) has nothing left to close.
 	r.server, r.listeners = nil, nil
 	r.wg.Wait()
+	if r.gk != nil {
+		errs = append(errs, r.gk.close(ctx))
+		r.gk = nil
+	}
 	r.telemetry.Shutdown()
 	return errors.Join(errs...)
 }
@@ -111,6 +127,9 @@ func (r *decisionsReceiver) toLogs(batch []decoded) plog.Logs {
 		ev := &batch[i]
 		lr := lrs.AppendEmpty()
 		policyresult.WriteDecisionLogRecord(&ev.decision, lr)
+		if ev.state != policyresult.StateNone {
+			policyresult.WriteDecisionState(lr, ev.state)
+		}
 		lr.SetObservedTimestamp(now)
 		if err := jsonpdata.SetValue(ev.body, lr.Body()); err != nil {
 			lr.Body().SetStr(string(ev.body))
@@ -142,6 +161,30 @@ func (r *decisionsReceiver) consume(ctx context.Context, obs *receiverhelper.Obs
 	err := r.next.ConsumeLogs(ctx, r.toLogs(batch))
 	obs.EndLogsOp(ctx, format, len(batch), err)
 	return err
+}
+
+// deliver hands a batch to the pipeline, retrying while it refuses it, until it is accepted or refused for good
+// (counted as refused by listener); false when the receiver stops first.
+func (r *decisionsReceiver) deliver(obs *receiverhelper.ObsReport, format, listener string, lim *logLimiter, batch []decoded) bool {
+	delay := 10 * time.Millisecond
+	for {
+		err := r.consume(r.stopping, obs, format, batch)
+		if err == nil {
+			return true
+		}
+		if consumererror.IsPermanent(err) {
+			r.rejected(lim, listener, "refused", len(batch), zap.Error(err))
+			return true
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-r.stopping.Done():
+			t.Stop()
+			return false
+		case <-t.C:
+		}
+		delay = min(2*delay, 5*time.Second)
+	}
 }
 
 // logLimiter lets one log line through per interval and counts the rest, so that a flood of bad input cannot

@@ -27,6 +27,8 @@ type TelemetryBuilder struct {
 	mu                              sync.Mutex
 	registrations                   []metric.Registration
 	ReceiverDecisionLogsConnections metric.Int64UpDownCounter
+	ReceiverDecisionLogsExportFiles metric.Int64Counter
+	ReceiverDecisionLogsExportGaps  metric.Int64Counter
 	ReceiverDecisionLogsRejected    metric.Int64Counter
 }
 
@@ -63,6 +65,18 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 		"otelcol_receiver_decision_logs_connections",
 		metric.WithDescription("Open stream connections. [Development]"),
 		metric.WithUnit("{connection}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverDecisionLogsExportFiles, err = builder.meter.Int64Counter(
+		"otelcol_receiver_decision_logs_export_files",
+		metric.WithDescription("Files of Gatekeeper's disk export read to their end and accepted by the pipeline. [Development]"),
+		metric.WithUnit("{file}"),
+	)
+	errs = errors.Join(errs, err)
+	builder.ReceiverDecisionLogsExportGaps, err = builder.meter.Int64Counter(
+		"otelcol_receiver_decision_logs_export_gaps",
+		metric.WithDescription("Audit runs or admission segments that Gatekeeper deleted before they were read to their end. [Development]"),
+		metric.WithUnit("{file}"),
 	)
 	errs = errors.Join(errs, err)
 	builder.ReceiverDecisionLogsRejected, err = builder.meter.Int64Counter(

@@ -20,8 +20,16 @@ func TestSetupTelemetry(t *testing.T) {
 	require.NoError(t, err)
 	defer tb.Shutdown()
 	tb.ReceiverDecisionLogsConnections.Add(context.Background(), 1)
+	tb.ReceiverDecisionLogsExportFiles.Add(context.Background(), 1)
+	tb.ReceiverDecisionLogsExportGaps.Add(context.Background(), 1)
 	tb.ReceiverDecisionLogsRejected.Add(context.Background(), 1)
 	AssertEqualReceiverDecisionLogsConnections(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualReceiverDecisionLogsExportFiles(t, testTel,
+		[]metricdata.DataPoint[int64]{{Value: 1}},
+		metricdatatest.IgnoreTimestamp())
+	AssertEqualReceiverDecisionLogsExportGaps(t, testTel,
 		[]metricdata.DataPoint[int64]{{Value: 1}},
 		metricdatatest.IgnoreTimestamp())
 	AssertEqualReceiverDecisionLogsRejected(t, testTel,

@@ -1,0 +1,362 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package decisionlogsreceiver // import "github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver"
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componentstatus"
+	"go.opentelemetry.io/collector/receiver/receiverhelper"
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.uber.org/zap"
+
+	"github.com/otelcol-policy/otelcol-policy/internal/storageclient"
+)
+
+// Gatekeeper's disk export driver (pkg/export/disk) writes into <path>/<channel>/: one file per audit run,
+// <audit ID with ':' as '_'>.txt under an exclusive flock, renamed to .log when the run completed, the newest
+// maxAuditResults of them kept; and (3.24) admission segments, admission-<UTC time>-<hex>.open renamed to .log
+// (or .recovered.log) when rotated, which the reader deletes once read and which Gatekeeper prunes unread past
+// its limits, though not while a reader holds their flock. Only .log files are complete.
+const (
+	fileKindAudit     = "audit"
+	fileKindAdmission = "admission"
+	exportReadyExt    = ".log"
+	admissionPrefix   = "admission-"
+)
+
+// Lines of an audit run that are no violation: the first and the last.
+const (
+	auditStartedMsg   = "audit is started"
+	auditCompletedMsg = "audit is completed"
+)
+
+// gkExport polls the channel directories of a Gatekeeper disk export and hands their violations to the
+// pipeline, one file at a time under the file's lock, oldest first.
+type gkExport struct {
+	r       *decisionsReceiver
+	cfg     *GatekeeperExportConfig
+	obs     *receiverhelper.ObsReport
+	host    component.Host
+	store   *gkStore
+	limiter logLimiter
+
+	channels map[string]*gkChannel
+	// polled, when set (tests), hears of the end of each poll.
+	polled chan<- struct{}
+	// fault is the last fault reported as the component's status, "" when none.
+	fault string
+}
+
+func (r *decisionsReceiver) startGatekeeperExport(ctx context.Context, host component.Host, cfg *GatekeeperExportConfig) error {
+	obs, err := receiverhelper.NewObsReport(receiverhelper.ObsReportSettings{
+		ReceiverID: r.set.ID, Transport: "file", ReceiverCreateSettings: r.set,
+	})
+	if err != nil {
+		return err
+	}
+	g := &gkExport{r: r, cfg: cfg, obs: obs, host: host, channels: map[string]*gkChannel{}, polled: r.gkPolled}
+	if r.cfg.Storage != nil {
+		client, err := storageclient.Open(ctx, host, *r.cfg.Storage, component.KindReceiver, r.set.ID)
+		if err != nil {
+			return fmt.Errorf("gatekeeper_export: %w", err)
+		}
+		g.store = &gkStore{client: client}
+	}
+	r.gk = g
+	tick := r.gkTick
+	var ticker *time.Ticker
+	if tick == nil {
+		ticker = time.NewTicker(cfg.PollInterval)
+		tick = ticker.C
+	}
+	r.wg.Add(1)
+	go func() {
+		defer r.wg.Done()
+		if ticker != nil {
+			defer ticker.Stop()
+		}
+		g.run(tick)
+	}()
+	return nil
+}
+
+// run polls at once and then at every tick until the receiver stops.
+func (g *gkExport) run(tick <-chan time.Time) {
+	for {
+		g.poll()
+		if g.polled != nil {
+			select {
+			case g.polled <- struct{}{}:
+			case <-g.r.stopping.Done():
+				return
+			}
+		}
+		select {
+		case <-g.r.stopping.Done():
+			return
+		case <-tick:
+		}
+	}
+}
+
+func (g *gkExport) close(ctx context.Context) error { return g.store.close(ctx) }
+
+func (g *gkExport) stopped() bool { return g.r.stopping.Err() != nil }
+
+// poll reads every channel directory. A fault (an unreadable directory or file, a failing storage) becomes the
+// component's status until a poll goes through without one; the input keeps polling.
+func (g *gkExport) poll() {
+	entries, err := os.ReadDir(g.cfg.Path)
+	if err != nil {
+		g.report(fmt.Errorf("gatekeeper_export: %w", err))
+		return
+	}
+	var errs []error
+	for _, e := range entries {
+		if g.stopped() {
+			return
+		}
+		if !e.IsDir() {
+			continue
+		}
+		if err := g.readChannel(e.Name()); err != nil {
+			errs = append(errs, fmt.Errorf("gatekeeper_export: channel %s: %w", e.Name(), err))
+		}
+	}
+	if !g.stopped() {
+		g.report(errors.Join(errs...))
+	}
+}
+
+// report sets the component's status when the fault changes, and logs it then, since polls repeat it.
+func (g *gkExport) report(err error) {
+	if err == nil {
+		if g.fault != "" {
+			g.fault = ""
+			componentstatus.ReportStatus(g.host, componentstatus.NewEvent(componentstatus.StatusOK))
+		}
+		return
+	}
+	if msg := err.Error(); msg != g.fault {
+		g.fault = msg
+		g.r.set.Logger.Warn("Reading Gatekeeper's export failed; retrying at every poll", zap.Error(err))
+		componentstatus.ReportStatus(g.host, componentstatus.NewRecoverableErrorEvent(err))
+	}
+}
+
+func (g *gkExport) channel(name string) (*gkChannel, error) {
+	if c, ok := g.channels[name]; ok {
+		return c, nil
+	}
+	c, err := g.store.load(g.r.stopping, name)
+	if err != nil {
+		return nil, err
+	}
+	g.channels[name] = c
+	return c, nil
+}
+
+// gkFile is a complete file of a channel directory.
+type gkFile struct {
+	name    string
+	modTime time.Time
+}
+
+func (g *gkExport) readChannel(channel string) error {
+	c, err := g.channel(channel)
+	if err != nil {
+		return err
+	}
+	dir := filepath.Join(g.cfg.Path, channel)
+	audit, admission, err := listExportFiles(dir)
+	if err != nil {
+		return err
+	}
+	g.noticeDeleted(channel, c, audit, admission)
+	var errs []error
+	for _, k := range []struct {
+		kind  string
+		files []gkFile
+	}{{fileKindAudit, audit}, {fileKindAdmission, admission}} {
+		for _, f := range k.files {
+			if g.stopped() {
+				return nil
+			}
+			if k.kind == fileKindAudit && f.name <= c.AuditDone {
+				continue
+			}
+			if k.kind == fileKindAudit {
+				g.checkSequence(channel, c, audit, f.name)
+			}
+			busy, err := g.readFile(channel, dir, c, k.kind, f.name)
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%s: %w", f.name, err))
+			}
+			if busy || err != nil {
+				// Files of a kind are read in order: the rest waits for the next poll.
+				break
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// listExportFiles lists the complete files of a channel directory: audit runs by run ID (their start time),
+// admission segments oldest first, as Gatekeeper prunes them.
+func listExportFiles(dir string) (audit, admission []gkFile, err error) {
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if !e.Type().IsRegular() || !strings.HasSuffix(name, exportReadyExt) {
+			continue
+		}
+		info, err := e.Info()
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		f := gkFile{name: name, modTime: info.ModTime()}
+		if strings.HasPrefix(name, admissionPrefix) {
+			admission = append(admission, f)
+		} else {
+			audit = append(audit, f)
+		}
+	}
+	sort.Slice(audit, func(i, j int) bool { return audit[i].name < audit[j].name })
+	sort.Slice(admission, func(i, j int) bool {
+		if a, b := admission[i].modTime, admission[j].modTime; !a.Equal(b) {
+			return a.Before(b)
+		}
+		return admission[i].name < admission[j].name
+	})
+	return audit, admission, nil
+}
+
+// noticeDeleted counts the files that were listed, or being read, at the last poll (or before a restart) and
+// are gone though not read to their end: Gatekeeper pruned them first.
+func (g *gkExport) noticeDeleted(channel string, c *gkChannel, audit, admission []gkFile) {
+	present := make(map[string]struct{}, len(audit)+len(admission))
+	for _, files := range [][]gkFile{audit, admission} {
+		for _, f := range files {
+			present[f.name] = struct{}{}
+		}
+	}
+	for _, kind := range []string{fileKindAudit, fileKindAdmission} {
+		p := c.progress(kind)
+		if *p == nil {
+			continue
+		}
+		if _, ok := present[(*p).Name]; ok {
+			continue
+		}
+		name := (*p).Name
+		// An admission segment read to its end was deleted by this reader, which then stopped before it
+		// recorded that.
+		if kind == fileKindAudit || (*p).Offset < (*p).Size {
+			g.gap(channel, kind, name, 1, "it was deleted while being read")
+		}
+		*p = nil
+		delete(c.listed, name)
+		if kind == fileKindAudit && name > c.AuditDone {
+			// The run cannot be completed; its violations stay those of the run before (audit_changes).
+			c.AuditDone = name
+		}
+		g.save(channel, c, false)
+	}
+	for name, kind := range c.listed {
+		if _, ok := present[name]; !ok && (kind != fileKindAudit || name > c.AuditDone) {
+			g.gap(channel, kind, name, 1, "it was deleted before it was read")
+		}
+	}
+	c.listed = make(map[string]string, len(present))
+	for _, f := range audit {
+		if f.name > c.AuditDone {
+			c.listed[f.name] = fileKindAudit
+		}
+	}
+	for _, f := range admission {
+		c.listed[f.name] = fileKindAdmission
+	}
+	// Consecutive runs on disk are consecutive runs: Gatekeeper prunes the oldest only.
+	var interval time.Duration
+	for i := 1; i < len(audit); i++ {
+		a, okA := auditRunTime(audit[i-1].name)
+		b, okB := auditRunTime(audit[i].name)
+		if d := b.Sub(a); okA && okB && d > 0 && (interval == 0 || d < interval) {
+			interval = d
+		}
+	}
+	if interval > 0 {
+		c.Interval = interval
+	}
+}
+
+// checkSequence counts the runs missing between the last run read and next, the first run not read yet, when
+// the last run's file is gone (had it not been pruned, no newer one would have been) and next started more than
+// half an interval later than expected. Without a known interval (fewer than two runs seen at once) a gap
+// cannot be told.
+func (g *gkExport) checkSequence(channel string, c *gkChannel, audit []gkFile, next string) {
+	if c.AuditDone == "" || c.gapChecked == next || (c.Audit != nil && c.Audit.Name == next) || c.Interval <= 0 {
+		return
+	}
+	c.gapChecked = next
+	for _, f := range audit {
+		if f.name == c.AuditDone {
+			return
+		}
+	}
+	last, okL := auditRunTime(c.AuditDone)
+	first, okN := auditRunTime(next)
+	if d := first.Sub(last); okL && okN && d > c.Interval*3/2 {
+		missing := int((d+c.Interval/2)/c.Interval) - 1
+		g.gap(channel, fileKindAudit, next, max(missing, 1), "runs between "+auditRunID(c.AuditDone)+" and this one were deleted before they were read")
+	}
+}
+
+// auditRunID is the audit ID of an audit run's file.
+func auditRunID(name string) string {
+	return strings.ReplaceAll(strings.TrimSuffix(name, exportReadyExt), "_", ":")
+}
+
+// auditRunTime is the start of an audit run, which its ID is (RFC 3339).
+func auditRunTime(name string) (time.Time, bool) {
+	t, err := time.Parse(time.RFC3339Nano, auditRunID(name))
+	return t, err == nil
+}
+
+// gap counts and logs files Gatekeeper deleted before they were read to their end.
+func (g *gkExport) gap(channel, kind, name string, n int, why string) {
+	g.r.telemetry.ReceiverDecisionLogsExportGaps.Add(context.Background(), int64(n), metric.WithAttributes(
+		attribute.String("channel", channel)))
+	fields := []zap.Field{zap.String("channel", channel), zap.String("file", name), zap.Int("files", n), zap.String("why", why)}
+	if kind == fileKindAudit {
+		fields = append(fields, zap.String("audit_id", auditRunID(name)))
+	}
+	g.r.set.Logger.Warn("Gatekeeper deleted export files before they were read: their violations are lost; "+
+		"raise the Connection's maxAuditResults or lower poll_interval", fields...)
+}
+
+// save records the channel's progress; a storage that fails is a fault, and what it did not record is read
+// again after a restart. What the pipeline accepted is recorded even while the receiver stops.
+func (g *gkExport) save(channel string, c *gkChannel, runEnded bool) {
+	if err := g.store.saveProgress(context.Background(), channel, c, runEnded); err != nil {
+		g.report(fmt.Errorf("gatekeeper_export: channel %s: %w", channel, err))
+	}
+}

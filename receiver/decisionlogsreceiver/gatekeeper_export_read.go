@@ -1,0 +1,211 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package decisionlogsreceiver // import "github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver"
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+
+	"go.opentelemetry.io/otel/attribute"
+	"go.opentelemetry.io/otel/metric"
+	"go.uber.org/zap"
+
+	"github.com/otelcol-policy/otelcol-policy/internal/jsonscan"
+)
+
+// readFile reads one complete file from where the pipeline last accepted it to its end, holding the file's
+// flock throughout: Gatekeeper does not prune a locked admission segment. busy is true when Gatekeeper holds the
+// lock; the file is read at a later poll.
+//
+// Delivery is at least once: the offset is recorded (with storage) only after the pipeline accepted the records
+// before it, and a file is done (an audit run remembered, an admission segment deleted) only after all of its
+// records were accepted. A collector that dies re-sends at most the batch it was handing over.
+func (g *gkExport) readFile(channel, dir string, c *gkChannel, kind, name string) (busy bool, err error) {
+	path := filepath.Join(dir, name)
+	f, err := openExportFile(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		// Listed a moment ago, pruned since.
+		g.gap(channel, kind, name, 1, "it was deleted before it was read")
+		delete(c.listed, name)
+		if kind == fileKindAudit {
+			c.AuditDone, c.Audit = name, nil
+			g.save(channel, c, false)
+		}
+		return false, nil
+	}
+	if err != nil {
+		return false, err
+	}
+	// Closing releases the lock.
+	defer f.Close()
+	if err := flock(f); err != nil {
+		if errors.Is(err, errLocked) {
+			return true, nil
+		}
+		return false, fmt.Errorf("flock: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		return false, err
+	}
+	p := c.progress(kind)
+	if *p == nil || (*p).Name != name || (*p).Inode != fileInode(fi) || (*p).Size != fi.Size() {
+		*p = &gkProgress{Name: name, Inode: fileInode(fi), Size: fi.Size()}
+	}
+	rd := &gkRead{g: g, channel: channel, listener: "gatekeeper_export:" + channel, c: c, p: *p}
+	if kind == fileKindAudit && g.cfg.AuditChanges {
+		if rd.changes, err = g.scanRun(f, c.violations, name); err != nil {
+			return false, err
+		}
+	}
+	if _, err := f.Seek(rd.p.Offset, io.SeekStart); err != nil {
+		return false, err
+	}
+	done, err := rd.readLines(f)
+	if err != nil || !done {
+		return false, err
+	}
+	if rd.changes != nil && !rd.resolve() {
+		return false, nil
+	}
+	switch kind {
+	case fileKindAdmission:
+		// Its end is recorded: a collector that dies before the removal deletes it at the next start without
+		// sending it again.
+		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return false, err
+		}
+		c.Admission = nil
+		g.save(channel, c, false)
+	case fileKindAudit:
+		c.AuditDone, c.Audit = name, nil
+		if rd.changes != nil {
+			c.violations = rd.changes.next
+		}
+		g.save(channel, c, rd.changes != nil)
+	}
+	delete(c.listed, name)
+	g.r.telemetry.ReceiverDecisionLogsExportFiles.Add(context.Background(), 1, metric.WithAttributes(
+		attribute.String("channel", channel), attribute.String("file_kind", kind)))
+	return false, nil
+}
+
+// gkRead is the reading of one file.
+type gkRead struct {
+	g                 *gkExport
+	channel, listener string
+	c                 *gkChannel
+	p                 *gkProgress
+	// changes filters an audit run's violations to those new or changed (audit_changes); nil otherwise.
+	changes *auditChanges
+	b       batch
+	lines   arena
+}
+
+// readLines reads from the file's recorded offset to its end; false when the receiver stopped first.
+func (rd *gkRead) readLines(f io.Reader) (bool, error) {
+	cfg := rd.g.r.cfg
+	cr := &countingReader{r: f, n: rd.p.Offset}
+	br := bufio.NewReaderSize(cr, readBufferSize)
+	// pos is the offset of the next byte to be read from br.
+	pos := func() int64 { return cr.n - int64(br.Buffered()) }
+	lineNo := 0
+	for {
+		start := pos()
+		line, tooLong, err := readLine(br, rd.g.cfg.MaxLineBytes, &rd.lines)
+		switch {
+		case tooLong:
+			lineNo++
+			rd.g.r.rejected(&rd.g.limiter, rd.listener, "line_too_long", 1, zap.String("file", rd.p.Name),
+				zap.Int64("offset", start), zap.Int("max_line_bytes", rd.g.cfg.MaxLineBytes))
+		default:
+			if line = bytes.TrimSpace(line); len(line) > 0 {
+				lineNo++
+				if ev, cost, ok := rd.g.r.decodeLine(decodeExportLine, rd.listener, &rd.g.limiter, line, lineNo); ok && rd.keep(&ev) {
+					if !rd.b.fits(cfg, cost) && !rd.flush(start, rd.p.Resolved) {
+						return false, nil
+					}
+					rd.b.add(ev, cost)
+				}
+			}
+		}
+		if len(rd.b.events) >= cfg.MaxBatchRecords && !rd.flush(pos(), rd.p.Resolved) {
+			return false, nil
+		}
+		if err != nil {
+			if errors.Is(err, io.EOF) {
+				return rd.flush(pos(), rd.p.Resolved), nil
+			}
+			return false, err
+		}
+	}
+}
+
+// keep filters an audit run's violations to the changes (audit_changes) and marks them; every event otherwise.
+func (rd *gkRead) keep(ev *decoded) bool {
+	if rd.changes == nil {
+		return true
+	}
+	st, changed := rd.changes.state(ev)
+	ev.state = st
+	return changed
+}
+
+// flush hands the batch to the pipeline and then records how far the file was accepted: offset, and the
+// resolved records after its end. False when the receiver stopped first.
+func (rd *gkRead) flush(offset int64, resolved int) bool {
+	if len(rd.b.events) > 0 {
+		if !rd.g.r.deliver(rd.g.obs, FormatGatekeeper, rd.listener, &rd.g.limiter, rd.b.events) {
+			return false
+		}
+		rd.b.reset()
+	}
+	rd.lines.reset()
+	if offset != rd.p.Offset || resolved != rd.p.Resolved {
+		rd.p.Offset, rd.p.Resolved = offset, resolved
+		rd.g.save(rd.channel, rd.c, false)
+	}
+	return true
+}
+
+// decodeExportLine decodes a line of an export file; the start and completion markers of an audit run are no
+// decision.
+func decodeExportLine(raw []byte) (decoded, error) {
+	ev, err := decodeGatekeeper(raw)
+	if err != nil && isAuditMarker(raw) {
+		return decoded{}, errNotDecision
+	}
+	return ev, err
+}
+
+func isAuditMarker(raw []byte) bool {
+	if _, ok := jsonscan.Lookup(raw, "eventType"); ok {
+		return false
+	}
+	v, ok := jsonscan.Lookup(raw, "message")
+	if !ok {
+		return false
+	}
+	msg, _ := jsonscan.String(v)
+	return msg == auditStartedMsg || msg == auditCompletedMsg
+}
+
+// countingReader counts the bytes read through it, from a starting offset.
+type countingReader struct {
+	r io.Reader
+	n int64
+}
+
+func (c *countingReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.n += int64(n)
+	return n, err
+}
