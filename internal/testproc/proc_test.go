@@ -25,7 +25,8 @@ func startShell(t *testing.T, script string) (*Proc, string) {
 }
 
 func TestStopEndsAProcessThatHonoursTheSignal(t *testing.T) {
-	p, log := startShell(t, `echo "$GREETING"; trap 'echo terminated; exit 0' TERM; while :; do sleep 0.05; done`)
+	// The trap is set before the greeting, which is the readiness signal: a SIGTERM right after it is trapped.
+	p, log := startShell(t, `trap 'echo terminated; exit 0' TERM; echo "$GREETING"; while :; do sleep 0.05; done`)
 	require.NoError(t, p.WaitReady(10*time.Second, func() error {
 		if LogTail(log, 100) != "hello\n" {
 			return errors.New("no greeting yet")
