@@ -116,9 +116,9 @@ install_gatekeeper() {
   local files=$CACHE_DIR/gatekeeper-$GATEKEEPER_VERSION
   local module=github.com/open-policy-agent/gatekeeper/v3@$GATEKEEPER_VERSION
   if [[ ! -f $files/gatekeeper.yaml ]]; then
-    local src
-    src=$(go mod download -json "$module" | sed -n 's/^\t"Dir": "\(.*\)",$/\1/p')
-    [[ -n $src ]] || { log "cannot download $module"; exit 1; }
+    local json src
+    json=$(go mod download -json "$module" 2>&1) || { log "cannot download $module: $json"; exit 1; }
+    src=$(sed -n 's/^\t"Dir": "\(.*\)",$/\1/p' <<<"$json")
     rm -rf "$files.tmp" && mkdir -p "$files.tmp/crds"
     cp "$src"/charts/gatekeeper/crds/*.yaml "$files.tmp/crds/"
     cp "$src/deploy/gatekeeper.yaml" "$files.tmp/"
