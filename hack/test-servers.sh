@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs or builds the real servers the integration tests start, caching them outside the repository.
-# Prints nothing but errors when everything is already cached. Usage: hack/test-servers.sh [etcd|kube-apiserver|opa|minio|postgres]...
+# Prints nothing but errors when everything is already cached.
+# Usage: hack/test-servers.sh [etcd|kube-apiserver|opa|minio|postgres|gatekeeper]...
 set -euo pipefail
 
 CACHE_DIR=${CACHE_DIR:-$HOME/.cache/otelcol-policy}
@@ -106,7 +107,38 @@ install_postgres() {
   fi
 }
 
-[[ $# -gt 0 ]] || set -- etcd kube-apiserver opa minio postgres
+# Gatekeeper, run out of cluster against the test kube-apiserver by internal/gatekeepertest, and the files of its
+# module zip the tests need: the CRDs of its Helm chart and its release manifest (deploy/gatekeeper.yaml, whose
+# audit Deployment the sidecar component of distributions/otelcol-policy/kubernetes patches).
+GATEKEEPER_VERSION=${GATEKEEPER_VERSION:-v3.23.1}
+install_gatekeeper() {
+  local bin=$BIN_DIR/gatekeeper-$GATEKEEPER_VERSION
+  local files=$CACHE_DIR/gatekeeper-$GATEKEEPER_VERSION
+  local module=github.com/open-policy-agent/gatekeeper/v3@$GATEKEEPER_VERSION
+  if [[ ! -f $files/gatekeeper.yaml ]]; then
+    local json src
+    json=$(go mod download -json "$module" 2>&1) || { log "cannot download $module: $json"; exit 1; }
+    src=$(sed -n 's/^\t"Dir": "\(.*\)",$/\1/p' <<<"$json")
+    rm -rf "$files.tmp" && mkdir -p "$files.tmp/crds"
+    cp "$src"/charts/gatekeeper/crds/*.yaml "$files.tmp/crds/"
+    cp "$src/deploy/gatekeeper.yaml" "$files.tmp/"
+    # The module cache is read-only; the copies need not be.
+    chmod -R u+w "$files.tmp"
+    rm -rf "$files" && mv "$files.tmp" "$files"
+  fi
+  [[ -x $bin ]] && return
+  log "building gatekeeper $GATEKEEPER_VERSION (6-8 minutes on 2 cores, once)"
+  local dir=$CACHE_DIR/gatekeeper-build-$GATEKEEPER_VERSION
+  mkdir -p "$dir"
+  GOBIN=$dir go install "$module" 2>"$dir/build.log" ||
+    { log "gatekeeper build failed, see $dir/build.log"; tail -20 "$dir/build.log" >&2; exit 1; }
+  mv "$dir/gatekeeper" "$bin"
+}
+
+# Gatekeeper first: the longest build runs in the background while the others install or build, and the script
+# fails if it failed.
+[[ $# -gt 0 ]] || set -- gatekeeper etcd kube-apiserver opa minio postgres
+background=()
 for s in "$@"; do
   case $s in
     etcd) install_etcd ;;
@@ -114,6 +146,10 @@ for s in "$@"; do
     opa) install_opa ;;
     minio) install_minio ;;
     postgres) install_postgres ;;
+    gatekeeper) install_gatekeeper & background+=($!) ;;
     *) log "unknown server $s"; exit 2 ;;
   esac
+done
+for pid in "${background[@]}"; do
+  wait "$pid"
 done
