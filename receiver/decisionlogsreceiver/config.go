@@ -204,7 +204,7 @@ func (c *NDJSONConfig) socketMode() (os.FileMode, error) {
 func (c *Config) Validate() error {
 	var errs []error
 	if len(c.NDJSON) == 0 && !c.OPA.HasValue() && !c.GatekeeperExport.HasValue() {
-		errs = append(errs, errors.New("configure at least one ndjson listener or the opa endpoint"))
+		errs = append(errs, errors.New("configure at least one input: an ndjson listener, the opa endpoint or gatekeeper_export"))
 	}
 	generic := false
 	for i := range c.NDJSON {

@@ -63,7 +63,7 @@ func TestLoadConfig(t *testing.T) {
 		{name: "", want: opaOnly},
 		{name: "full", want: full},
 		{name: "gatekeeper_export", want: gkOnly},
-		{name: "nothing", wantErr: []string{"configure at least one ndjson listener or the opa endpoint"}},
+		{name: "nothing", wantErr: []string{"configure at least one input: an ndjson listener, the opa endpoint or gatekeeper_export"}},
 		{name: "bad_gatekeeper_export", wantErr: []string{
 			"gatekeeper_export::path must be set",
 			"gatekeeper_export::poll_interval must not be negative, got -1s",

@@ -27,7 +27,7 @@ func TestNewFactory(t *testing.T) {
 // The default configuration listens nowhere: which sources to accept is the operator's choice.
 func TestCreateDefaultConfigNeedsASource(t *testing.T) {
 	cfg := NewFactory().CreateDefaultConfig().(*Config)
-	assert.EqualError(t, cfg.Validate(), "configure at least one ndjson listener or the opa endpoint")
+	assert.EqualError(t, cfg.Validate(), "configure at least one input: an ndjson listener, the opa endpoint or gatekeeper_export")
 
 	// `opa:` alone is a whole configuration, beside OPA rather than on its port.
 	opa := cfg.OPA.GetOrInsertDefault()
