@@ -45,21 +45,36 @@ func Measure(d []byte, maxValues int) Size {
 }
 
 // SizeWithout is the Size of the object whose members are ms without those named name, which is what
-// WithoutPath makes of it for a path of one key: it is counted from the members' sizes, without a pass over
-// the object.
-func (ms Members) SizeWithout(name string) Size {
-	kept := 0
-	s := Size{Values: 1}
+// WithoutPath makes of it for a path of one key, and the index of the last member named name (-1 if none): both
+// are counted from the members in one pass, without a pass over the object.
+func (ms Members) SizeWithout(name string) (Size, int) {
+	var s ObjectSize
+	last := -1
 	for i := range ms {
-		m := &ms[i]
-		if string(m.Name()) == name {
+		if string(ms[i].Name()) == name {
+			last = i
 			continue
 		}
-		kept++
-		s.Values += m.Size.Values - 1
-		s.Widest = max(s.Widest, m.Size.Widest)
+		s.Add(&ms[i])
 	}
-	s.Values += max(kept, 1)
-	s.Widest = max(s.Widest, kept, 1)
-	return s
+	return s.Size(), last
+}
+
+// ObjectSize adds up the Size of an object from the members it keeps, for a caller that walks the members for
+// reasons of its own and would otherwise walk them twice.
+type ObjectSize struct {
+	kept int
+	s    Size
+}
+
+// Add counts member m.
+func (o *ObjectSize) Add(m *Member) {
+	o.kept++
+	o.s.Values += m.Size.Values - 1
+	o.s.Widest = max(o.s.Widest, m.Size.Widest)
+}
+
+// Size is the Size of the object of the members added.
+func (o *ObjectSize) Size() Size {
+	return Size{Values: 1 + o.s.Values + max(o.kept, 1), Widest: max(o.s.Widest, o.kept, 1)}
 }

@@ -74,6 +74,12 @@ func TestScanCountsWhatMeasureMeasures(t *testing.T) {
 			assert.Equal(t, Measure(m.Value, 1<<30), m.Size, "%s: %s", doc, m.Key)
 		}
 		body, _ := WithoutPath(obj, ms, []string{"input"})
-		assert.Equal(t, Measure(body, 1<<30), ms.SizeWithout("input"), doc)
+		size, last := ms.SizeWithout("input")
+		assert.Equal(t, Measure(body, 1<<30), size, doc)
+		if m := ms.Last("input"); m != nil {
+			assert.Same(t, m, &ms[last], "%s: the last input", doc)
+		} else {
+			assert.Equal(t, -1, last, "%s: no input", doc)
+		}
 	}
 }

@@ -16,8 +16,14 @@ func EventName(lr plog.LogRecord) string {
 	if e := lr.EventName(); e != "" {
 		return e
 	}
-	return str(lr.Attributes(), AttrEventName)
+	return eventNameAttribute(lr)
 }
+
+// eventNameAttribute is EventName's fallback, apart so that EventName stays small enough to be inlined: it is
+// asked of every record on the hot paths.
+//
+//go:noinline
+func eventNameAttribute(lr plog.LogRecord) string { return str(lr.Attributes(), AttrEventName) }
 
 // Lookup finds name on the record (attrs), else on its resource (res): a record attribute wins, because
 // it is the more specific of the two, as a processor that overrides a resource-wide value on some records

@@ -67,16 +67,23 @@ func (s span) of(obj []byte) []byte {
 	return obj[s.start:s.end]
 }
 
-// readOPA describes event obj, whose members are ms.
+// readOPA describes event obj, whose members are ms, in one pass over the members.
 func readOPA(obj []byte, ms jsonscan.Members) opaSummary {
-	e := opaSummary{obj: obj, body: ms.SizeWithout("input")}
+	e := opaSummary{obj: obj}
 	if len(obj) > math.MaxInt32 {
+		e.body, _ = ms.SizeWithout("input")
 		e.rescan = true
 		return e
 	}
+	var body jsonscan.ObjectSize
 	inputs, in := 0, 0
+	// compact says obj has no space around its members, as OPA writes events: then cutting a member and a comma
+	// beside it out of obj gives the same bytes as WithoutPath's rebuilding.
+	compact, end := true, 0 // end of the opening brace, then of each member
 	for i := range ms {
 		m := &ms[i]
+		compact = compact && m.Start == end+1
+		end = m.End
 		at := spanAt(m.End-len(m.Value), m.End)
 		switch string(m.Name()) {
 		case "decision_id":
@@ -90,15 +97,18 @@ func readOPA(obj []byte, ms jsonscan.Members) opaSummary {
 		case "input":
 			e.input = at
 			inputs, in = inputs+1, i
+			continue
 		case "timestamp":
 			e.timestamp = at
 		}
+		body.Add(m)
 	}
+	e.body = body.Size()
 	if inputs == 0 {
 		return e
 	}
 	e.inputSize = ms[in].Size
-	if inputs > 1 || !compactObject(obj, ms) {
+	if inputs > 1 || !compact || end != len(obj)-1 {
 		e.rescan = true
 		return e
 	}
@@ -111,19 +121,6 @@ func readOPA(obj []byte, ms jsonscan.Members) opaSummary {
 		e.cut = spanAt(m.Start, m.End)
 	}
 	return e
-}
-
-// compactObject tells whether object obj has no space around its members ms, as OPA writes events: then cutting a
-// member and a comma beside it out of obj gives the same bytes as WithoutPath's rebuilding.
-func compactObject(obj []byte, ms jsonscan.Members) bool {
-	end := 0 // of the opening brace, then of each member
-	for i := range ms {
-		if ms[i].Start != end+1 {
-			return false
-		}
-		end = ms[i].End
-	}
-	return end == len(obj)-1
 }
 
 func stringOrNull(v []byte) bool { return v[0] == '"' || string(v) == "null" }

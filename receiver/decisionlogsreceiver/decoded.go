@@ -36,13 +36,15 @@ type decodeFunc func(raw []byte) (decoded, error)
 // input at the top level, which is where all but nested generic mappings keep it, is priced from the members'
 // sizes.
 func withoutInput(obj []byte, ms jsonscan.Members, path []string) decoded {
-	body, input := jsonscan.WithoutPath(obj, ms, path)
-	ev := decoded{body: body, input: nonNullJSON(input)}
-	if len(path) == 1 {
-		ev.bodySize = ms.SizeWithout(path[0])
-		if m := ms.Last(path[0]); m != nil {
-			ev.inputSize = m.Size
-		}
+	if len(path) != 1 {
+		body, input := jsonscan.WithoutPath(obj, ms, path)
+		return decoded{body: body, input: nonNullJSON(input)}
 	}
-	return ev
+	bodySize, in := ms.SizeWithout(path[0])
+	if in < 0 {
+		// The common case of the Gatekeeper formats, which have no input: one pass over the members suffices.
+		return decoded{body: obj, bodySize: bodySize}
+	}
+	body, input := jsonscan.WithoutPath(obj, ms, path)
+	return decoded{body: body, input: nonNullJSON(input), bodySize: bodySize, inputSize: ms[in].Size}
 }
