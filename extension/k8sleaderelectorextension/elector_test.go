@@ -7,13 +7,11 @@ import (
 	"context"
 	"net/http"
 	"path/filepath"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/extension/extensiontest"
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -21,31 +19,10 @@ import (
 	"github.com/otelcol-policy/otelcol-policy/extension/k8sleaderelectorextension/internal/metadata"
 	"github.com/otelcol-policy/otelcol-policy/internal/k8sclient"
 	"github.com/otelcol-policy/otelcol-policy/internal/k8sfake"
+	"github.com/otelcol-policy/otelcol-policy/internal/statustest"
 )
 
 var leasesGVR = schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
-
-// statusHost records the statuses the elector reports.
-type statusHost struct {
-	component.Host
-	mu  sync.Mutex
-	all []*componentstatus.Event
-}
-
-func (h *statusHost) Report(ev *componentstatus.Event) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.all = append(h.all, ev)
-}
-
-func (h *statusHost) last() *componentstatus.Event {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if len(h.all) == 0 {
-		return nil
-	}
-	return h.all[len(h.all)-1]
-}
 
 func testElector(t *testing.T) *elector {
 	t.Helper()
@@ -87,13 +64,13 @@ func TestOneLeaderAtATimeAndHandoverOnShutdown(t *testing.T) {
 	leadership{"a", events}.register(a)
 	leadership{"b", events}.register(b)
 
-	require.NoError(t, a.Start(context.Background(), &statusHost{}))
+	require.NoError(t, a.Start(context.Background(), statustest.NewHost(nil)))
 	assert.Equal(t, "a leads", next(t, events))
 	lease := srv.Get(leasesGVR, "observability", "otelcol-policy")
 	require.NotNil(t, lease, "the leader holds a Lease")
 	assert.Equal(t, a.identity, lease["spec"].(map[string]any)["holderIdentity"])
 
-	require.NoError(t, b.Start(context.Background(), &statusHost{}))
+	require.NoError(t, b.Start(context.Background(), statustest.NewHost(nil)))
 	// b asks for the lease, finds it held, and keeps following while a renews it several times.
 	from := srv.LastSeq()
 	for range 3 {
@@ -131,7 +108,7 @@ func TestLosingTheLeaseStopsTheWork(t *testing.T) {
 	events := make(chan string, 10)
 	a := testElector(t)
 	leadership{"a", events}.register(a)
-	require.NoError(t, a.Start(context.Background(), &statusHost{}))
+	require.NoError(t, a.Start(context.Background(), statustest.NewHost(nil)))
 	t.Cleanup(func() { require.NoError(t, a.Shutdown(context.Background())) })
 	assert.Equal(t, "a leads", next(t, events))
 
@@ -147,12 +124,12 @@ func TestNoClusterIsARecoverableStatus(t *testing.T) {
 	t.Setenv("KUBECONFIG", filepath.Join(t.TempDir(), "missing"))
 	t.Setenv("KUBERNETES_SERVICE_HOST", "")
 	a := testElector(t)
-	host := &statusHost{}
+	host := statustest.NewHost(nil)
 	require.NoError(t, a.Start(context.Background(), host), "no cluster does not fail the collector")
 	require.Eventually(t, func() bool {
-		ev := host.last()
+		ev := host.Last()
 		return ev != nil && ev.Status() == componentstatus.StatusRecoverableError
 	}, 30*time.Second, 10*time.Millisecond)
-	assert.Contains(t, host.last().Err().Error(), "kubernetes client configuration")
+	assert.Contains(t, host.Last().Err().Error(), "kubernetes client configuration")
 	require.NoError(t, a.Shutdown(context.Background()))
 }

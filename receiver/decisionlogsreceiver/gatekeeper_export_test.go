@@ -25,6 +25,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/otelcol-policy/otelcol-policy/internal/filestoragetest"
+	"github.com/otelcol-policy/otelcol-policy/internal/statustest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 	"github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver/internal/metadatatest"
 )
@@ -41,26 +42,11 @@ type gkTest struct {
 	*testReceiver
 	tick   chan time.Time
 	polled chan struct{}
-	host   *statusHost
+	host   *statustest.Host
 	// ext is the storage extension, shut down with the receiver so that the next one can open its files.
 	ext  component.Component
 	done bool
 }
-
-// statusHost hears of the component's status reports; it may hold a storage extension.
-type statusHost struct {
-	component.Host
-	events chan *componentstatus.Event
-}
-
-func newStatusHost(h component.Host) *statusHost {
-	if h == nil {
-		h = componenttest.NewNopHost()
-	}
-	return &statusHost{Host: h, events: make(chan *componentstatus.Event, 100)}
-}
-
-func (h *statusHost) Report(ev *componentstatus.Event) { h.events <- ev }
 
 func gkConfig(t *testing.T) (*Config, string) {
 	cfg := createDefaultConfig().(*Config)
@@ -82,7 +68,11 @@ func startGK(t *testing.T, cfg *Config, host component.Host, sink *refusingSink)
 	tel := componenttest.NewTelemetry()
 	rcv, err := newReceiver(cfg, metadatatest.NewSettings(tel), sink)
 	require.NoError(t, err)
-	g := &gkTest{tick: make(chan time.Time), polled: make(chan struct{}), host: newStatusHost(host)}
+	var ext map[component.ID]component.Component
+	if host != nil {
+		ext = host.GetExtensions()
+	}
+	g := &gkTest{tick: make(chan time.Time), polled: make(chan struct{}), host: statustest.NewHost(ext)}
 	rcv.gkTick, rcv.gkPolled = g.tick, g.polled
 	require.NoError(t, rcv.Start(context.Background(), g.host))
 	g.testReceiver = &testReceiver{t: t, rcv: rcv, sink: sink, telemetry: tel}
@@ -467,7 +457,7 @@ func TestGatekeeperExportFaultsAreStatuses(t *testing.T) {
 	cfg.GatekeeperExport.Get().Path = missing
 	g := startGK(t, cfg, nil, nil)
 	g.waitPoll()
-	ev := <-g.host.events
+	ev := g.host.Next(t)
 	assert.Equal(t, componentstatus.StatusRecoverableError, ev.Status())
 	assert.ErrorContains(t, ev.Err(), "no such file or directory")
 
@@ -475,7 +465,7 @@ func TestGatekeeperExportFaultsAreStatuses(t *testing.T) {
 	r0 := runAt(0)
 	writeAuditRun(t, dir, r0, auditViolation(r0, "c1", "shop", "p1", "deny"))
 	g.poll()
-	assert.Equal(t, componentstatus.StatusOK, (<-g.host.events).Status())
+	assert.Equal(t, componentstatus.StatusOK, g.host.Next(t).Status())
 	assert.Len(t, g.seen(), 1)
 
 	if os.Geteuid() == 0 {
@@ -483,20 +473,20 @@ func TestGatekeeperExportFaultsAreStatuses(t *testing.T) {
 		require.NoError(t, os.RemoveAll(missing))
 		require.NoError(t, os.WriteFile(missing, nil, 0o600))
 		g.poll()
-		ev = <-g.host.events
+		ev = g.host.Next(t)
 		assert.Equal(t, componentstatus.StatusRecoverableError, ev.Status())
 		assert.ErrorContains(t, ev.Err(), "not a directory")
 		return
 	}
 	require.NoError(t, os.Chmod(dir, 0))
 	g.poll()
-	ev = <-g.host.events
+	ev = g.host.Next(t)
 	assert.Equal(t, componentstatus.StatusRecoverableError, ev.Status())
 	assert.ErrorContains(t, ev.Err(), "permission denied")
 	require.NoError(t, os.Chmod(dir, 0o770))
 	r1 := runAt(1)
 	writeAuditRun(t, dir, r1, auditViolation(r1, "c1", "shop", "p1", "deny"))
 	g.poll()
-	assert.Equal(t, componentstatus.StatusOK, (<-g.host.events).Status())
+	assert.Equal(t, componentstatus.StatusOK, g.host.Next(t).Status())
 	assert.Len(t, g.seen(), 2)
 }

@@ -20,15 +20,9 @@ import (
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/extension/extensiontest"
 
+	"github.com/otelcol-policy/otelcol-policy/internal/statustest"
 	"github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver/internal/metadatatest"
 )
-
-type extHost struct {
-	component.Host
-	ext map[component.ID]component.Component
-}
-
-func (h extHost) GetExtensions() map[component.ID]component.Component { return h.ext }
 
 // TestOPAEndpointWithBearerTokenAuth: the endpoint authenticates through the bearertokenauth extension, as
 // configured with `auth: {authenticator: bearertokenauth}`.
@@ -47,7 +41,7 @@ func TestOPAEndpointWithBearerTokenAuth(t *testing.T) {
 	sink := &refusingSink{}
 	rcv, err := newReceiver(cfg, metadatatest.NewSettings(componenttest.NewTelemetry()), sink)
 	require.NoError(t, err)
-	require.NoError(t, rcv.Start(context.Background(), extHost{componenttest.NewNopHost(), map[component.ID]component.Component{authID: auth}}))
+	require.NoError(t, rcv.Start(context.Background(), statustest.NewHost(map[component.ID]component.Component{authID: auth})))
 	defer func() {
 		require.NoError(t, rcv.Shutdown(context.Background()))
 		http.DefaultClient.CloseIdleConnections()

@@ -25,8 +25,8 @@ func TestForbiddenResourceDoesNotStopTheOthers(t *testing.T) {
 		assert.Equal(t, "kyverno", r.Source)
 	}
 	require.Eventually(t, func() bool { return lastStatus(tr) == componentstatus.StatusRecoverableError }, waitFor, tick)
-	assert.Contains(t, tr.host.last().Err().Error(), "list vulnerabilityreports.aquasecurity.github.io")
-	assert.Contains(t, tr.host.last().Err().Error(), "forbidden")
+	assert.Contains(t, tr.host.Last().Err().Error(), "list vulnerabilityreports.aquasecurity.github.io")
+	assert.Contains(t, tr.host.Last().Err().Error(), "forbidden")
 	assert.Positive(t, errorCount(tr, "vulnerability_reports", "forbidden"))
 
 	// Granting the right heals the receiver without a restart.

@@ -21,6 +21,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/otelcol-policy/otelcol-policy/internal/filestoragetest"
+	"github.com/otelcol-policy/otelcol-policy/internal/statustest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/metadatatest"
 )
@@ -56,7 +57,7 @@ func (s *gateSink) ConsumeLogs(ctx context.Context, ld plog.Logs) error {
 type emitterRun struct {
 	t      *testing.T
 	rcv    *reportsReceiver
-	host   *statusHost
+	host   *statustest.Host
 	client storage.Client
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -80,7 +81,7 @@ func startEmitterOn(t *testing.T, cfg *Config, dir string, next *gateSink, wrap 
 	emitted, err := rcv.store.load(context.Background())
 	require.NoError(t, err)
 	rcv.tracker = newTracker(maxPendingReports, cfg.MaxReportRecords, emitted)
-	host := &statusHost{ext: map[component.ID]component.Component{}}
+	host := statustest.NewHost(nil)
 	rcv.problems.start(host)
 	for k, e := range emitted {
 		rcv.refusals.update(k, e)
@@ -126,7 +127,7 @@ func (e *emitterRun) put(name, rv string, subjects int) {
 
 func (e *emitterRun) waitStatus(want componentstatus.Status) {
 	e.t.Helper()
-	require.Eventually(e.t, func() bool { ev := e.host.last(); return ev != nil && ev.Status() == want }, waitFor, tick, "status %s", want)
+	require.Eventually(e.t, func() bool { ev := e.host.Last(); return ev != nil && ev.Status() == want }, waitFor, tick, "status %s", want)
 }
 
 // stored is what the storage holds for a report.
@@ -296,7 +297,7 @@ func TestRefusedReportState(t *testing.T) {
 		return refused
 	}, waitFor, tick)
 	e.waitStatus(componentstatus.StatusRecoverableError)
-	assert.Contains(t, e.host.last().Err().Error(), "1 report(s) skipped as too large to process, e.g. policyreports.wgpolicyk8s.io shop/a: 70000 records")
+	assert.Contains(t, e.host.Last().Err().Error(), "1 report(s) skipped as too large to process, e.g. policyreports.wgpolicyk8s.io shop/a: 70000 records")
 
 	// After a restart the refusal is known without reading the report, and the status says so again.
 	e.stop()

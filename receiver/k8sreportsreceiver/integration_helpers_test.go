@@ -11,14 +11,12 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer"
 	"go.opentelemetry.io/collector/consumer/consumertest"
@@ -32,6 +30,7 @@ import (
 	"github.com/otelcol-policy/otelcol-policy/internal/filestoragetest"
 	"github.com/otelcol-policy/otelcol-policy/internal/k8sclient"
 	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
+	"github.com/otelcol-policy/otelcol-policy/internal/statustest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/metadata"
 	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/metadatatest"
@@ -83,30 +82,6 @@ func currentRV(t *testing.T, gvr schema.GroupVersionResource, namespace, name st
 
 func crdFile(name string) string { return filepath.Join("testdata", "crds", name+".yaml") }
 
-// statusHost is a host with extensions that records the statuses the receiver reports.
-type statusHost struct {
-	ext map[component.ID]component.Component
-	mu  sync.Mutex
-	all []*componentstatus.Event
-}
-
-func (h *statusHost) GetExtensions() map[component.ID]component.Component { return h.ext }
-
-func (h *statusHost) Report(ev *componentstatus.Event) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	h.all = append(h.all, ev)
-}
-
-func (h *statusHost) last() *componentstatus.Event {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	if len(h.all) == 0 {
-		return nil
-	}
-	return h.all[len(h.all)-1]
-}
-
 var storageID = filestoragetest.ID
 
 // testReceiver is a running receiver with its sink, host and self-telemetry.
@@ -114,7 +89,7 @@ type testReceiver struct {
 	t         *testing.T
 	rcv       *reportsReceiver
 	sink      *consumertest.LogsSink
-	host      *statusHost
+	host      *statustest.Host
 	telemetry *componenttest.Telemetry
 	storage   extension.Extension
 	progress  *progress
@@ -163,14 +138,14 @@ func startReceiverInto(t *testing.T, cfg *Config, token, storageDir string, ext 
 func newTestReceiver(t *testing.T, cfg *Config, kubeconfig, storageDir string, ext map[component.ID]component.Component, next consumer.Logs) *testReceiver {
 	t.Helper()
 	t.Setenv("KUBECONFIG", kubeconfig)
-	tr := &testReceiver{t: t, host: &statusHost{ext: ext}, telemetry: componenttest.NewTelemetry(), progress: newProgress()}
+	tr := &testReceiver{t: t, host: statustest.NewHost(ext), telemetry: componenttest.NewTelemetry(), progress: newProgress()}
 	if next == nil {
 		tr.sink = new(consumertest.LogsSink)
 		next = tr.sink
 	}
 	if storageDir != "" {
 		tr.storage = filestoragetest.Start(t, storageDir)
-		tr.host.ext[storageID] = tr.storage
+		tr.host.Extensions[storageID] = tr.storage
 		cfg.Storage = &storageID
 	}
 	require.NoError(t, cfg.Validate())

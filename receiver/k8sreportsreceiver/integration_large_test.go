@@ -217,7 +217,7 @@ func TestTooLargeReportIsSkippedAcrossRestarts(t *testing.T) {
 
 	cluster.Apply(t, policyReportGVR, largeReport(t, "grows", 3000))
 	require.Eventually(t, func() bool { return lastStatus(tr) == componentstatus.StatusRecoverableError }, waitFor, tick)
-	assert.Contains(t, tr.host.last().Err().Error(), "policyreports.wgpolicyk8s.io shop/grows: 3000 records")
+	assert.Contains(t, tr.host.Last().Err().Error(), "policyreports.wgpolicyk8s.io shop/grows: 3000 records")
 	assertErrorCount(t, tr, "policy_reports", "too_large", 1)
 	cluster.Apply(t, policyReportGVR, largeReport(t, "signal", 1))
 	recs := tr.waitRecords(1)

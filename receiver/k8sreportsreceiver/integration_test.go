@@ -23,6 +23,7 @@ import (
 	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
 	"github.com/otelcol-policy/otelcol-policy/internal/k8sclient"
 	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
+	"github.com/otelcol-policy/otelcol-policy/internal/statustest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/metadatatest"
 )
@@ -273,8 +274,8 @@ func TestForbiddenKindDoesNotStopTheOthers(t *testing.T) {
 		assert.Equal(t, "kyverno", r.Source)
 	}
 	require.Eventually(t, func() bool { return lastStatus(tr) == componentstatus.StatusRecoverableError }, 10*time.Second, 100*time.Millisecond)
-	assert.Contains(t, tr.host.last().Err().Error(), "vulnerabilityreports.aquasecurity.github.io")
-	assert.Contains(t, tr.host.last().Err().Error(), "forbidden")
+	assert.Contains(t, tr.host.Last().Err().Error(), "vulnerabilityreports.aquasecurity.github.io")
+	assert.Contains(t, tr.host.Last().Err().Error(), "forbidden")
 
 	// Granting the missing right heals the receiver without a restart.
 	cluster.Grant(t, "reports-reader", k8stest.ReaderUser, []rbacv1.PolicyRule{
@@ -287,7 +288,7 @@ func TestForbiddenKindDoesNotStopTheOthers(t *testing.T) {
 }
 
 func lastStatus(tr *testReceiver) componentstatus.Status {
-	if ev := tr.host.last(); ev != nil {
+	if ev := tr.host.Last(); ev != nil {
 		return ev.Status()
 	}
 	return componentstatus.StatusNone
@@ -305,7 +306,7 @@ contexts: [{name: c, context: {cluster: c, user: u}}]
 current-context: c
 `, port)), 0o600))
 	t.Setenv("KUBECONFIG", path)
-	host := &statusHost{ext: map[component.ID]component.Component{}}
+	host := statustest.NewHost(nil)
 	tel := componenttest.NewTelemetry()
 	cfg := createDefaultConfig().(*Config)
 	cfg.AuthType = k8sclient.AuthTypeKubeConfig
@@ -313,7 +314,7 @@ current-context: c
 	require.NoError(t, err)
 	require.NoError(t, rcv.Start(context.Background(), host), "an unreachable API server does not fail the collector")
 	require.Eventually(t, func() bool {
-		ev := host.last()
+		ev := host.Last()
 		return ev != nil && ev.Status() == componentstatus.StatusRecoverableError && strings.Contains(ev.Err().Error(), "connection refused")
 	}, 10*time.Second, 50*time.Millisecond)
 	require.NoError(t, rcv.Shutdown(context.Background()))
