@@ -12,12 +12,19 @@ import (
 )
 
 // RunLog keeps a copy of every complete run Gatekeeper writes, as it appears: Gatekeeper keeps only the newest
-// MaxAuditResults runs, and a test compares what a reader sent with runs that may be pruned since.
+// MaxAuditResults runs, and a test compares what a reader sent with runs that may be pruned since. A run renamed
+// over another of the same ID is kept as a run of its own.
 type RunLog struct {
 	g    *Gatekeeper
 	mu   sync.Mutex
-	runs map[string]Run
+	runs []Run
+	seen map[runFile]bool
 	err  error
+}
+
+type runFile struct {
+	id    string
+	inode uint64
 }
 
 // recordEvery is how often a RunLog lists the runs: far below the life of a run, MaxAuditResults audit
@@ -27,7 +34,7 @@ const recordEvery = 50 * time.Millisecond
 // Record keeps every complete run written from now until the test ends.
 func (g *Gatekeeper) Record(t testing.TB) *RunLog {
 	t.Helper()
-	l := &RunLog{g: g, runs: map[string]Run{}}
+	l := &RunLog{g: g, seen: map[runFile]bool{}}
 	done, stopped := make(chan struct{}), make(chan struct{})
 	go func() {
 		defer close(stopped)
@@ -61,20 +68,21 @@ func (l *RunLog) poll() {
 		return
 	}
 	for _, r := range runs {
-		l.runs[r.ID] = r
+		if f := (runFile{r.ID, r.Inode}); !l.seen[f] {
+			l.seen[f] = true
+			l.runs = append(l.runs, r)
+		}
 	}
 }
 
-// Runs are the runs recorded so far, those on disk now included, oldest first.
+// Runs are the runs recorded so far, those on disk now included, oldest first: by ID, and runs of one ID in
+// the order they appeared.
 func (l *RunLog) Runs() []Run {
 	l.poll()
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	out := make([]Run, 0, len(l.runs))
-	for _, r := range l.runs {
-		out = append(out, r)
-	}
-	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	out := append([]Run(nil), l.runs...)
+	sort.SliceStable(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out
 }
 
@@ -86,9 +94,18 @@ func (g *Gatekeeper) Pause(t testing.TB) {
 	g.signal(t, syscall.SIGSTOP)
 }
 
-// Resume continues a paused Gatekeeper.
+// Resume continues a paused Gatekeeper. Its audit ticker fired while it was stopped, so it starts a run at once,
+// named after the current second: Resume waits for the second after the newest run's, or that run would be
+// replaced by one of the same name.
 func (g *Gatekeeper) Resume(t testing.TB) {
 	t.Helper()
+	runs, err := g.Runs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(runs) > 0 {
+		time.Sleep(time.Until(runs[len(runs)-1].Start().Add(time.Second)))
+	}
 	g.signal(t, syscall.SIGCONT)
 }
 
