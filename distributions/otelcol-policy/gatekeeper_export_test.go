@@ -525,6 +525,10 @@ func newPipeOut(t *testing.T, path string) *pipeOut {
 		}
 	}()
 	t.Cleanup(func() {
+		// A writer that comes and goes ends the reader's open, should no exporter have opened the pipe.
+		if w, err := os.OpenFile(path, os.O_WRONLY|syscall.O_NONBLOCK, 0); err == nil {
+			w.Close()
+		}
 		for range p.lines {
 		}
 	})
