@@ -26,6 +26,7 @@ import (
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/yaml"
 
+	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
 	"github.com/otelcol-policy/otelcol-policy/internal/gatekeepertest"
 	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
 )
@@ -310,9 +311,23 @@ func TestKubernetesGatekeeperSidecarShares(t *testing.T) {
 	assert.NotEqual(t, sm.Name, state.Name, "the state is not in Gatekeeper's export directory")
 	require.NotNil(t, volumeNamed(spec, state.Name))
 	assert.NotNil(t, volumeNamed(spec, state.Name).EmptyDir)
+	// The binary validates the config with the environment the sidecar gets: its ConfigMaps and its own.
+	env := []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
 	for _, ef := range sidecar.EnvFrom {
-		find(t, objs, "ConfigMap", gatekeeperNS, ef.ConfigMapRef.Name)
+		settings := typed[corev1.ConfigMap](t, find(t, objs, "ConfigMap", gatekeeperNS, ef.ConfigMapRef.Name))
+		for k, v := range settings.Data {
+			env = append(env, k+"="+v)
+		}
 	}
+	for _, e := range sidecar.Env {
+		env = append(env, e.Name+"="+e.Value)
+	}
+	configPath := filepath.Join(t.TempDir(), "config.yaml")
+	require.NoError(t, os.WriteFile(configPath, []byte(config), 0o600))
+	validate := exec.Command(collectortest.Binary(t), "validate", "--config="+configPath)
+	validate.Env = env
+	out, err := validate.CombinedOutput()
+	require.NoError(t, err, "otelcol-policy validate:\n%s", out)
 	_, port, _ := strings.Cut(cfg.Extensions["health_check"]["endpoint"].(string), ":")
 	require.Len(t, sidecar.Ports, 1)
 	assert.Equal(t, port, strconv.Itoa(int(sidecar.Ports[0].ContainerPort)))

@@ -165,6 +165,8 @@ func Start(t testing.TB, cluster *k8stest.Cluster, opts Options) *Gatekeeper {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() {
+		// A paused Gatekeeper (Pause) would hold the signal until killed.
+		_ = syscall.Kill(p.Pid(), syscall.SIGCONT)
 		p.Stop(syscall.SIGTERM, 10*time.Second)
 		if t.Failed() {
 			t.Logf("gatekeeper log (tail):\n%s", testproc.LogTail(logFile, 1<<16))

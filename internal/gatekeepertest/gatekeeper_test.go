@@ -27,6 +27,7 @@ func TestAuditWritesRunsToDisk(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(stop)
 	g := Start(t, cluster, Options{AuditInterval: time.Second, MaxAuditResults: 3})
+	log := g.Record(t)
 
 	g.CreateNamespace(t, "shop")
 	g.CreateNamespace(t, "elsewhere")
@@ -73,4 +74,11 @@ func TestAuditWritesRunsToDisk(t *testing.T) {
 	runs, err := g.Runs()
 	require.NoError(t, err)
 	assert.Contains(t, []int{3, 4}, len(runs), "maxAuditResults")
+
+	// The record keeps the pruned runs, as written.
+	recorded := log.Runs()
+	require.GreaterOrEqual(t, len(recorded), 5)
+	assert.Contains(t, recorded, first)
+	assert.Contains(t, recorded, second)
+	assert.Contains(t, recorded, runs[len(runs)-1])
 }

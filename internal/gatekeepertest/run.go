@@ -8,10 +8,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -50,6 +52,9 @@ type Run struct {
 	// replaced by '_'.
 	ID   string
 	Path string
+	// Inode tells two runs of one ID apart: Gatekeeper renames a run that started in the same second as the
+	// one before over it.
+	Inode uint64
 	// Lines are the file's lines as written, without their newlines.
 	Lines [][]byte
 	// Started and Completed are the first and the last line; Violations are the lines between them.
@@ -75,11 +80,23 @@ func (r Run) ResourceNames() []string {
 
 // ReadRun reads the complete run in the .log file at path.
 func ReadRun(path string) (Run, error) {
-	raw, err := os.ReadFile(path) //nolint:gosec // G304: a file of Gatekeeper's export directory, which the test made
+	f, err := os.Open(path) //nolint:gosec // G304: a file of Gatekeeper's export directory, which the test made
+	if err != nil {
+		return Run{}, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return Run{}, err
+	}
+	raw, err := io.ReadAll(f)
 	if err != nil {
 		return Run{}, err
 	}
 	run := Run{Path: path, ID: strings.ReplaceAll(strings.TrimSuffix(filepath.Base(path), ".log"), "_", ":")}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		run.Inode = st.Ino
+	}
 	if !bytes.HasSuffix(raw, []byte("\n")) {
 		return run, fmt.Errorf("%s: the last line is not terminated", path)
 	}

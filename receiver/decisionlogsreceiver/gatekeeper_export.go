@@ -171,6 +171,7 @@ func (g *gkExport) channel(name string) (*gkChannel, error) {
 // gkFile is a complete file of a channel directory.
 type gkFile struct {
 	name    string
+	inode   uint64
 	modTime time.Time
 }
 
@@ -194,7 +195,7 @@ func (g *gkExport) readChannel(channel string) error {
 			if g.stopped() {
 				return nil
 			}
-			if k.kind == fileKindAudit && f.name <= c.AuditDone {
+			if k.kind == fileKindAudit && c.auditRead(f) {
 				continue
 			}
 			if k.kind == fileKindAudit {
@@ -232,7 +233,7 @@ func listExportFiles(dir string) (audit, admission []gkFile, err error) {
 		if err != nil {
 			return nil, nil, err
 		}
-		f := gkFile{name: name, modTime: info.ModTime()}
+		f := gkFile{name: name, inode: fileInode(info), modTime: info.ModTime()}
 		if strings.HasPrefix(name, admissionPrefix) {
 			admission = append(admission, f)
 		} else {
@@ -276,7 +277,7 @@ func (g *gkExport) noticeDeleted(channel string, c *gkChannel, audit, admission 
 		delete(c.listed, name)
 		if kind == fileKindAudit && name > c.AuditDone {
 			// The run cannot be completed; its violations stay those of the run before (audit_changes).
-			c.AuditDone = name
+			c.AuditDone, c.AuditDoneInode = name, 0
 		}
 		g.save(channel, c, false)
 	}

@@ -36,7 +36,7 @@ func (g *gkExport) readFile(channel, dir string, c *gkChannel, kind, name string
 		g.gap(channel, kind, name, 1, "it was deleted before it was read")
 		delete(c.listed, name)
 		if kind == fileKindAudit {
-			c.AuditDone, c.Audit = name, nil
+			c.AuditDone, c.AuditDoneInode, c.Audit = name, 0, nil
 			g.save(channel, c, false)
 		}
 		return false, nil
@@ -86,7 +86,7 @@ func (g *gkExport) readFile(channel, dir string, c *gkChannel, kind, name string
 		c.Admission = nil
 		g.save(channel, c, false)
 	case fileKindAudit:
-		c.AuditDone, c.Audit = name, nil
+		c.AuditDone, c.AuditDoneInode, c.Audit = name, fileInode(fi), nil
 		if rd.changes != nil {
 			c.violations = rd.changes.next
 		}

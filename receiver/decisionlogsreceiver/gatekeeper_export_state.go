@@ -19,6 +19,10 @@ import (
 type gkChannel struct {
 	// AuditDone is the file name of the newest audit run read to its end; older runs are not read again.
 	AuditDone string `json:"a,omitempty"`
+	// AuditDoneInode is the inode of that run's file. Gatekeeper names a run after the second it started, and
+	// a run started in the same second as the one before (a start its ticker had held back while the previous
+	// run overran) is renamed over it: a file of that name with another inode is a run not read yet.
+	AuditDoneInode uint64 `json:"ai,omitempty"`
 	// Interval is the spacing of consecutive audit runs as last seen, by which a run deleted before it was read
 	// shows as a gap in the sequence of run IDs.
 	Interval time.Duration `json:"t,omitempty"`
@@ -54,6 +58,12 @@ type gkProgress struct {
 type gkViolation struct {
 	ID   policyresult.Hash `json:"i"`
 	Body json.RawMessage   `json:"b"`
+}
+
+// auditRead says whether the audit run f was read: it is older than the last run read, or that run's file
+// (whose inode is unknown when it was not read, or recorded by an older version).
+func (c *gkChannel) auditRead(f gkFile) bool {
+	return f.name < c.AuditDone || (f.name == c.AuditDone && (c.AuditDoneInode == 0 || f.inode == c.AuditDoneInode))
 }
 
 func (c *gkChannel) progress(kind string) **gkProgress {

@@ -376,6 +376,32 @@ func TestGatekeeperExportResumesAfterARestartWithStorage(t *testing.T) {
 	assert.Zero(t, third.gaps())
 }
 
+// Gatekeeper names a run after the second it started; a run started in the same second as the one before (its
+// ticker held the start back while that run overran, or while the process was stopped) is renamed over it. The
+// real Gatekeeper did so in TestGatekeeperExportThroughTheCollector.
+func TestGatekeeperExportReadsARunRenamedOverTheRunBefore(t *testing.T) {
+	cfg, path := gkConfig(t)
+	cfg.Storage = &filestoragetest.ID
+	storeDir := t.TempDir()
+	dir := filepath.Join(path, channel)
+	r0 := runAt(0)
+	writeAuditRun(t, dir, r0, auditViolation(r0, "c1", "shop", "p1", "deny"))
+	first := restart(t, cfg, storeDir)
+	assert.Equal(t, []string{"audit c1 shop/p1"}, first.seen())
+
+	writeAuditRun(t, dir, r0, auditViolation(r0, "c1", "shop", "p2", "deny"))
+	first.poll()
+	assert.Equal(t, []string{"audit c1 shop/p1", "audit c1 shop/p2"}, first.seen(), "the second run of that second")
+	first.poll()
+	assert.Len(t, first.seen(), 2)
+	assert.Equal(t, int64(2), first.files(fileKindAudit))
+	first.stop()
+
+	second := restart(t, cfg, storeDir)
+	assert.Empty(t, second.seen(), "the run read is remembered by its file")
+	assert.Zero(t, second.gaps())
+}
+
 func TestGatekeeperExportCountsARunPrunedWhileTheCollectorWasDown(t *testing.T) {
 	cfg, path := gkConfig(t)
 	cfg.MaxBatchRecords = 1
