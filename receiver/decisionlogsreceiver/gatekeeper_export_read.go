@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"sync/atomic"
 
+	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
@@ -111,11 +112,11 @@ type gkRead struct {
 	lines   arena
 }
 
-// readLines reads from the file's recorded offset to its end; false when the receiver stopped first. The
-// batches are handed over in order by a goroutine of their own while the next one is read and decoded: building
-// the records takes about twice as long as decoding them, and one file read in one goroutine would leave the
-// other cores idle, where a socket's connections each decode in their own. At most two batches are held, the
-// one being handed over and the one being filled.
+// readLines reads from the file's recorded offset to its end; false when the receiver stopped first. While a
+// batch is handed over, the records of the next one are built and the one after is read and decoded: building
+// records takes about three times as long as decoding them, and a file read in one goroutine would keep one
+// core busy where a socket's connections keep all busy. At most three batches are held: one being handed over,
+// one being built, one being filled.
 func (rd *gkRead) readLines(f io.Reader) (bool, error) {
 	h := rd.handOver()
 	ok, err := rd.decodeLines(f, h)
@@ -198,17 +199,24 @@ func (rd *gkRead) accept(b *batch, offset int64, resolved int) bool {
 		}
 		b.reset()
 	}
+	rd.record(offset, resolved)
+	return true
+}
+
+// record notes that the file was accepted up to offset, and resolved records after its end.
+func (rd *gkRead) record(offset int64, resolved int) {
 	if offset != rd.p.Offset || resolved != rd.p.Resolved {
 		rd.p.Offset, rd.p.Resolved = offset, resolved
 		rd.g.save(rd.channel, rd.c, false)
 	}
-	return true
 }
 
-// gkHandover hands the batches of one file to the pipeline, one after the other, in a goroutine of its own. It
-// alone records the file's progress (rd.p, rd.c) until wait returns.
+// gkHandover hands the batches of one file to the pipeline in order, in a goroutine of its own, while the
+// records of the next batch are built in another. It alone records the file's progress (rd.p, rd.c) until wait
+// returns.
 type gkHandover struct {
-	rd      *gkRead
+	rd *gkRead
+	// batches holds the batch whose records are built while the one before is handed over.
 	batches chan gkHanded
 	// free are the emptied batches, for the reader to fill again.
 	free    chan *batch
@@ -221,10 +229,14 @@ type gkHanded struct {
 	b        *batch
 	offset   int64
 	resolved int
+	// built receives the batch's records, built in a turn of max_concurrent_batches that is given back once
+	// they were handed over; nil for a batch without records.
+	built chan plog.Logs
 }
 
 func (rd *gkRead) handOver() *gkHandover {
-	h := &gkHandover{rd: rd, batches: make(chan gkHanded), free: make(chan *batch, 2), done: make(chan struct{})}
+	h := &gkHandover{rd: rd, batches: make(chan gkHanded, 1), free: make(chan *batch, 3), done: make(chan struct{})}
+	h.free <- new(batch)
 	h.free <- new(batch)
 	go h.run()
 	return h
@@ -232,20 +244,41 @@ func (rd *gkRead) handOver() *gkHandover {
 
 func (h *gkHandover) run() {
 	defer close(h.done)
+	rd, r := h.rd, h.rd.g.r
 	for hb := range h.batches {
 		// Once the receiver stopped, what follows is dropped: it is read again after a restart.
-		if !h.stopped.Load() && !h.rd.accept(hb.b, hb.offset, hb.resolved) {
-			h.stopped.Store(true)
+		if hb.built != nil {
+			ld, n := <-hb.built, len(hb.b.events)
+			if !h.stopped.Load() && !r.retry(rd.listener, &rd.g.limiter, n, func() error {
+				return r.send(r.stopping, rd.g.obs, FormatGatekeeper, ld, n)
+			}) {
+				h.stopped.Store(true)
+			}
+			r.building.release()
+		}
+		if !h.stopped.Load() {
+			rd.record(hb.offset, hb.resolved)
 		}
 		hb.b.reset()
 		h.free <- hb.b
 	}
 }
 
-// hand queues b, after which the file is accepted up to offset, behind the batch being handed over, and
-// returns an empty batch to fill; nil once the receiver stopped.
+// hand starts building the records of b, after which the file is accepted up to offset, queues it behind the
+// batch being handed over, and returns an empty batch to fill; nil once the receiver stopped. The turns of
+// max_concurrent_batches are taken in the file's order and each is held until its batch was handed over, so
+// that no batch waits for a turn that a later one holds; the pipeline gets the batches as they were read.
 func (h *gkHandover) hand(b *batch, offset int64, resolved int) *batch {
-	h.batches <- gkHanded{b: b, offset: offset, resolved: resolved}
+	hb := gkHanded{b: b, offset: offset, resolved: resolved}
+	if len(b.events) > 0 {
+		r := h.rd.g.r
+		if !r.building.acquire(r.stopping) {
+			return nil
+		}
+		hb.built = make(chan plog.Logs, 1)
+		go func() { hb.built <- r.toLogs(b.events) }()
+	}
+	h.batches <- hb
 	next := <-h.free
 	if h.stopped.Load() {
 		return nil

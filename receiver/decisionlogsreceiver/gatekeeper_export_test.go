@@ -485,6 +485,27 @@ func TestGatekeeperExportReadsTheNextBatchWhileOneIsHandedOver(t *testing.T) {
 	assert.Equal(t, int64(1), g.files(fileKindAudit))
 }
 
+func TestGatekeeperExportRetriesWhileThePipelineRefuses(t *testing.T) {
+	cfg, path := gkConfig(t)
+	cfg.MaxBatchRecords = 2
+	dir := filepath.Join(path, channel)
+	r0 := runAt(0)
+	var vs, want []string
+	for _, p := range []string{"p1", "p2", "p3", "p4", "p5"} {
+		vs = append(vs, auditViolation(r0, "c1", "shop", p, "deny"))
+		want = append(want, "audit c1 shop/"+p)
+	}
+	writeAuditRun(t, dir, r0, vs...)
+	sink := &refusingSink{}
+	sink.refusing.Store(true)
+	g := startGK(t, cfg, nil, sink)
+	require.Eventually(t, func() bool { return sink.refused.Load() >= 2 }, 10*time.Second, time.Millisecond)
+	sink.refusing.Store(false)
+	g.waitPoll()
+	assert.Equal(t, want, g.seen(), "each record once, in order")
+	assert.Equal(t, int64(1), g.files(fileKindAudit))
+}
+
 func TestGatekeeperExportFaultsAreStatuses(t *testing.T) {
 	cfg, path := gkConfig(t)
 	missing := filepath.Join(path, "export")
