@@ -12,6 +12,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -475,6 +476,50 @@ func TestGatekeeperExportSkipsMalformedLinesAndConsumesTheFile(t *testing.T) {
 	assert.Equal(t, int64(1), g.files(fileKindAudit), "the file is consumed all the same")
 	g.poll()
 	assert.Len(t, g.seen(), 2)
+}
+
+func TestGatekeeperExportReadsTheNextBatchWhileOneIsHandedOver(t *testing.T) {
+	cfg, path := gkConfig(t)
+	cfg.MaxBatchRecords = 1
+	dir := filepath.Join(path, channel)
+	r0 := runAt(0)
+	writeAuditRun(t, dir, r0, auditViolation(r0, "c1", "shop", "p1", "deny"), `{"id":`,
+		auditViolation(r0, "c1", "shop", "p2", "deny"), auditViolation(r0, "c1", "shop", "p3", "deny"))
+	sink := &refusingSink{}
+	sink.gated()
+	g := startGK(t, cfg, nil, sink)
+	var release sync.Once
+	// Before the receiver stops, should the test fail while the pipeline holds a record.
+	t.Cleanup(func() { release.Do(func() { close(sink.gate) }) })
+	<-sink.entered
+	// The pipeline holds the first record; the reader has gone on to the malformed line after it.
+	listener := "gatekeeper_export:" + channel
+	require.Eventually(t, func() bool { return g.rejectedCount(listener, "event") == 1 }, 10*time.Second, time.Millisecond)
+	release.Do(func() { close(sink.gate) })
+	g.waitPoll()
+	assert.Equal(t, []string{"audit c1 shop/p1", "audit c1 shop/p2", "audit c1 shop/p3"}, g.seen(), "in order")
+	assert.Equal(t, int64(1), g.files(fileKindAudit))
+}
+
+func TestGatekeeperExportRetriesWhileThePipelineRefuses(t *testing.T) {
+	cfg, path := gkConfig(t)
+	cfg.MaxBatchRecords = 2
+	dir := filepath.Join(path, channel)
+	r0 := runAt(0)
+	var vs, want []string
+	for _, p := range []string{"p1", "p2", "p3", "p4", "p5"} {
+		vs = append(vs, auditViolation(r0, "c1", "shop", p, "deny"))
+		want = append(want, "audit c1 shop/"+p)
+	}
+	writeAuditRun(t, dir, r0, vs...)
+	sink := &refusingSink{}
+	sink.refusing.Store(true)
+	g := startGK(t, cfg, nil, sink)
+	require.Eventually(t, func() bool { return sink.refused.Load() >= 2 }, 10*time.Second, time.Millisecond)
+	sink.refusing.Store(false)
+	g.waitPoll()
+	assert.Equal(t, want, g.seen(), "each record once, in order")
+	assert.Equal(t, int64(1), g.files(fileKindAudit))
 }
 
 func TestGatekeeperExportFaultsAreStatuses(t *testing.T) {

@@ -157,23 +157,34 @@ func (r *decisionsReceiver) consume(ctx context.Context, obs *receiverhelper.Obs
 		return ctx.Err()
 	}
 	defer r.building.release()
+	return r.send(ctx, obs, format, r.toLogs(batch), len(batch))
+}
+
+// send hands n built records to the pipeline through the receiver's observability wrapper.
+func (r *decisionsReceiver) send(ctx context.Context, obs *receiverhelper.ObsReport, format string, ld plog.Logs, n int) error {
 	ctx = obs.StartLogsOp(ctx)
-	err := r.next.ConsumeLogs(ctx, r.toLogs(batch))
-	obs.EndLogsOp(ctx, format, len(batch), err)
+	err := r.next.ConsumeLogs(ctx, ld)
+	obs.EndLogsOp(ctx, format, n, err)
 	return err
 }
 
 // deliver hands a batch to the pipeline, retrying while it refuses it, until it is accepted or refused for good
 // (counted as refused by listener); false when the receiver stops first.
 func (r *decisionsReceiver) deliver(obs *receiverhelper.ObsReport, format, listener string, lim *logLimiter, batch []decoded) bool {
+	return r.retry(listener, lim, len(batch), func() error { return r.consume(r.stopping, obs, format, batch) })
+}
+
+// retry repeats attempt, handing n records over, with a growing delay while the pipeline refuses them, until it
+// accepts them or refuses them for good (counted as refused by listener); false when the receiver stops first.
+func (r *decisionsReceiver) retry(listener string, lim *logLimiter, n int, attempt func() error) bool {
 	delay := 10 * time.Millisecond
 	for {
-		err := r.consume(r.stopping, obs, format, batch)
+		err := attempt()
 		if err == nil {
 			return true
 		}
 		if consumererror.IsPermanent(err) {
-			r.rejected(lim, listener, "refused", len(batch), zap.Error(err))
+			r.rejected(lim, listener, "refused", n, zap.Error(err))
 			return true
 		}
 		t := time.NewTimer(delay)

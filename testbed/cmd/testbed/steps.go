@@ -71,6 +71,7 @@ var benchSteps = []benchStep{
 	{Name: "kafka", Pkg: "./exporter/kafkaexporter/", Bench: "^BenchmarkKafkaExport$", Args: count, Timeout: 10 * time.Minute, About: 35 * time.Second},
 	{Name: "resultsgrpc", Pkg: "./testbed/resultsgrpc/", Bench: "^BenchmarkResultsGRPC$", Args: []string{"-benchtime", "10x", "-count", "3"}, Timeout: 10 * time.Minute, About: 90 * time.Second},
 	{Name: "decisionlogs", Pkg: "./testbed/decisionlogs/", Bench: "^BenchmarkDecisionLogs$", Args: []string{"-benchtime", "1x", "-count", "3"}, Timeout: 10 * time.Minute, About: 35 * time.Second},
+	{Name: "gatekeeperexport", Pkg: "./testbed/decisionlogs/", Bench: "^BenchmarkGatekeeperExport$", Args: []string{"-benchtime", "1x", "-count", "3"}, Timeout: 10 * time.Minute, About: 45 * time.Second},
 	{Name: "k8sreports", Pkg: "./testbed/k8sreports/", Bench: "^BenchmarkK8sReports$", Args: []string{"-benchtime", "1x"}, Env: []string{"BENCH_RUNS=3"}, Timeout: 25 * time.Minute, About: 5 * time.Minute},
 }
 

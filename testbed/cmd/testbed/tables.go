@@ -149,6 +149,29 @@ var tables = []table{
 		},
 	},
 	{
+		Title: "`decision_logs`: Gatekeeper's disk export next to the NDJSON socket",
+		About: "The distribution binary, one collector per run: 250,000 Gatekeeper audit violations (`violation_audited`, ~700 B) " +
+			"over one Unix socket from 8 connections (the path of the former `socat` recipe), timed until the receiver accepted " +
+			"them all; then the same violations as five complete audit runs of 50,000 (written to `.txt` under `flock` " +
+			"beforehand, all renamed to `.log` at once: the most Gatekeeper keeps) read by `gatekeeper_export` (`poll_interval: " +
+			"100ms`, its position in `file_storage` as the shipped sidecar config keeps it), timed from the first batch accepted " +
+			"(the wait for the poll is the latency's) until all were; then ten runs of 10,000 renamed to `.log` one at a time, " +
+			"timed from the rename until the `debug` exporter sent the run's last record (self-metrics read every 10 ms). The " +
+			"load generator runs on the same two cores.",
+		Rows: []row{
+			{"NDJSON over a Unix socket", "gatekeeperexport", "BenchmarkGatekeeperExport", []measure{{Unit: "ndjson-violations/s", Label: "violations/s"}}},
+			{"`gatekeeper_export`, five audit runs of 50,000", "gatekeeperexport", "BenchmarkGatekeeperExport", []measure{
+				{Unit: "export-violations/s", Label: "violations/s"},
+				{Label: "ratio to the socket path, per run", Derive: ratio("export-violations/s", "ndjson-violations/s"), Target: &target{Text: "≥ 1 × the socket path", Stat: "median", Limit: 1}},
+			}},
+			{"`.log` rename to the run's last record sent, runs of 10,000, `poll_interval: 100ms`", "gatekeeperexport", "BenchmarkGatekeeperExport", []measure{
+				{Unit: "rename-to-sent-p50-ms", Label: "p50 of 10 runs (ms)"},
+				{Unit: "rename-to-sent-max-ms", Label: "max of 10 runs (ms)"},
+			}},
+			{"collector peak RSS over the run", "gatekeeperexport", "BenchmarkGatekeeperExport", []measure{{Unit: "peak-rss-MB", Label: "MB"}}},
+		},
+	},
+	{
 		Title: "`decision_logs`: decoding one event",
 		About: "The receiver's decoders on one event each (compacted to one NDJSON line), and `jsonpdata.SetValue` parsing an OPA " +
 			"event's JSON straight into a pdata value.",
