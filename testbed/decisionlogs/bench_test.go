@@ -107,18 +107,9 @@ service:
       readers:
         - pull: {exporter: {prometheus: {host: 127.0.0.1, port: %d}}}
 `, sock, opaPort, otlpPort, metricsPort)
-	cfgPath := filepath.Join(dir, "config.yaml")
-	require.NoError(b, os.WriteFile(cfgPath, []byte(cfg), 0o600))
-	c := collectortest.Start(b, dir, cfgPath)
+	c, sampler := startSampled(b, dir, cfg, sock, metricsPort, fmt.Sprintf("decisionlogs-run%d", benchRuns),
+		fmt.Sprintf("decision_logs: NDJSON, then OPA uploads, then otlp, 300,000 decisions each (run %d)", benchRuns))
 	defer c.Stop()
-	// Every receiver's accepted records: the series shows the three paths one after the other.
-	sampler := procsample.Start(fmt.Sprintf("decisionlogs-run%d", benchRuns),
-		fmt.Sprintf("decision_logs: NDJSON, then OPA uploads, then otlp, 300,000 decisions each (run %d)", benchRuns),
-		c.Pid, fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort), procsample.Options{
-			Interval: 250 * time.Millisecond,
-			Counter:  "otelcol_receiver_accepted_log_records",
-		})
-	collectortest.Eventually(b, 30*time.Second, func() error { _, err := os.Stat(sock); return err })
 
 	// Pre-build every payload, so that the clients spend as little CPU as possible during the measurement.
 	lines := make([][]byte, clients)
@@ -259,4 +250,18 @@ func parallel(n int, f func(int)) {
 		}()
 	}
 	wg.Wait()
+}
+
+// startSampled starts the collector on config cfg in dir, samples it with every receiver's accepted records as the
+// series (which shows the paths of a run one after the other), and waits for its Unix socket sock.
+func startSampled(b *testing.B, dir, cfg, sock string, metricsPort int, name, about string) (*collectortest.Collector, *procsample.Sampler) {
+	cfgPath := filepath.Join(dir, "config.yaml")
+	require.NoError(b, os.WriteFile(cfgPath, []byte(cfg), 0o600))
+	c := collectortest.Start(b, dir, cfgPath)
+	sampler := procsample.Start(name, about, c.Pid, fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort), procsample.Options{
+		Interval: 250 * time.Millisecond,
+		Counter:  "otelcol_receiver_accepted_log_records",
+	})
+	collectortest.Eventually(b, 30*time.Second, func() error { _, err := os.Stat(sock); return err })
+	return c, sampler
 }

@@ -144,17 +144,9 @@ service:
       readers:
         - pull: {exporter: {prometheus: {host: 127.0.0.1, port: %d}}}
 `, filepath.Join(dir, "state"), sock, exportDir, exportPoll, metricsPort)
-	cfgPath := filepath.Join(dir, "config.yaml")
-	require.NoError(b, os.WriteFile(cfgPath, []byte(cfg), 0o600))
-	c := collectortest.Start(b, dir, cfgPath)
+	c, sampler := startSampled(b, dir, cfg, sock, metricsPort, fmt.Sprintf("gatekeeperexport-run%d", gatekeeperExportRuns),
+		fmt.Sprintf("decision_logs: 250,000 Gatekeeper audit violations over NDJSON, then from export files (run %d)", gatekeeperExportRuns))
 	defer c.Stop()
-	sampler := procsample.Start(fmt.Sprintf("gatekeeperexport-run%d", gatekeeperExportRuns),
-		fmt.Sprintf("decision_logs: 250,000 Gatekeeper audit violations over NDJSON, then from export files (run %d)", gatekeeperExportRuns),
-		c.Pid, fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort), procsample.Options{
-			Interval: 250 * time.Millisecond,
-			Counter:  "otelcol_receiver_accepted_log_records",
-		})
-	collectortest.Eventually(b, 30*time.Second, func() error { _, err := os.Stat(sock); return err })
 
 	// The socket gets the violation lines of the runs the export path reads, in as many connections as the
 	// other decision_logs benchmark; the runs are written before the measurement, as Gatekeeper would have.
