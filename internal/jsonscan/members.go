@@ -31,19 +31,31 @@ func (it *objectIter) next() (Member, bool) {
 	return Member{Key: key, Escaped: bytes.IndexByte(key, '\\') >= 0, Start: start, End: it.c.i, Value: v}, true
 }
 
-// Lookup returns the value of the last member of validated object v named key.
+// Lookup returns the value of the last member of validated object v named key. It compares keys as they are
+// read, without building each Member: lookups in nested objects are most of a generic mapping's decoding.
 func Lookup(v []byte, key string) ([]byte, bool) {
 	var found []byte
 	ok := false
-	for it := objectMembers(v); ; {
-		m, more := it.next()
+	it := objectMembers(v)
+	for it.open {
+		_, k, more := it.c.member()
 		if !more {
-			return found, ok
+			break
 		}
-		if string(m.Name()) == key {
-			found, ok = m.Value, true
+		value := it.c.Value()
+		if keyIs(k, key) {
+			found, ok = value, true
 		}
 	}
+	return found, ok
+}
+
+// keyIs tells whether key k, as written, names name once its escapes are undone.
+func keyIs(k []byte, name string) bool {
+	if bytes.IndexByte(k, '\\') < 0 {
+		return string(k) == name
+	}
+	return Unquote(k) == name
 }
 
 // MembersOf lists the members of validated object v, without their sizes; a v that is not an object has none.
