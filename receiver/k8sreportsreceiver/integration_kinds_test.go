@@ -507,30 +507,70 @@ func TestEveryKindCreateUpdateDelete(t *testing.T) {
 			cfg := testConfig(t)
 			cfg.Kinds = kc.kinds
 			tr := startReceiver(t, cfg, k8stest.AdminToken, "")
-			apply := func(yml string, before []string) {
-				obj := object(t, yml)
-				cluster.Apply(t, kc.gvr, obj)
-				if len(before) > 0 {
-					assert.Equal(t, before, summaries(tr.waitRecords(len(before))), "before the status")
-				}
-				if kc.status {
-					cluster.ApplyStatus(t, kc.gvr, obj)
-				}
-			}
 
-			apply(kc.create, kc.beforeStatus)
+			kc.apply(t, tr, kc.create, kc.beforeStatus)
 			created := tr.waitRecords(len(kc.created))
 			assert.Equal(t, kc.created, summaries(created), "create")
 			if kc.inspect != nil {
 				kc.inspect(t, created)
 			}
-			apply(kc.update, nil)
+			kc.apply(t, tr, kc.update, nil)
 			assert.Equal(t, kc.updated, summaries(tr.waitRecords(len(kc.updated))), "update")
-			obj := object(t, kc.create)
-			cluster.Delete(t, kc.gvr, obj.GetNamespace(), obj.GetName())
+			kc.delete(t)
 			assert.Equal(t, kc.resolved, summaries(tr.waitRecords(len(kc.resolved))), "delete")
 		})
 	}
+}
+
+// TestEveryKindRestartWithStorage: what changes while the receiver is down, an update and then the deletion,
+// is exactly what the next start with the same storage emits.
+func TestEveryKindRestartWithStorage(t *testing.T) {
+	needCluster(t)
+	cluster.CreateNamespace(t, "shop")
+	for _, kc := range kindCases {
+		t.Run(kc.name, func(t *testing.T) {
+			cluster.InstallCRDs(t, crdFile(kc.crds))
+			storageDir := t.TempDir()
+			start := func() *testReceiver {
+				cfg := testConfig(t)
+				cfg.Kinds = kc.kinds
+				return startReceiver(t, cfg, k8stest.AdminToken, storageDir)
+			}
+			tr := start()
+			kc.apply(t, tr, kc.create, kc.beforeStatus)
+			assert.Equal(t, kc.created, summaries(tr.waitRecords(len(kc.created))), "create")
+			tr.stop()
+
+			kc.apply(t, tr, kc.update, nil)
+			tr = start()
+			assert.Equal(t, kc.updated, summaries(tr.waitRecords(len(kc.updated))), "updated while down")
+			tr.stop()
+
+			kc.delete(t)
+			tr = start()
+			assert.Equal(t, kc.resolved, summaries(tr.waitRecords(len(kc.resolved))), "deleted while down")
+		})
+	}
+}
+
+// apply creates or updates the case's object, and its status as its controller would; before are the records
+// of the object without its status, which a running receiver emits in between.
+func (kc *kindCase) apply(t *testing.T, tr *testReceiver, yml string, before []string) {
+	t.Helper()
+	obj := object(t, yml)
+	cluster.Apply(t, kc.gvr, obj)
+	if len(before) > 0 {
+		assert.Equal(t, before, summaries(tr.waitRecords(len(before))), "before the status")
+	}
+	if kc.status {
+		cluster.ApplyStatus(t, kc.gvr, obj)
+	}
+}
+
+func (kc *kindCase) delete(t *testing.T) {
+	t.Helper()
+	obj := object(t, kc.create)
+	cluster.Delete(t, kc.gvr, obj.GetNamespace(), obj.GetName())
 }
 
 func TestMalformedReportIsSkippedAndCounted(t *testing.T) {
