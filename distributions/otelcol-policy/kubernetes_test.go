@@ -629,7 +629,7 @@ func testRBAC(t *testing.T, e *kubeEnv) {
 		}
 		require.Equal(t, max(len(k.resources), 1), n, "%s: the test CRDs serve the receiver's resources", gv)
 	}
-	require.Len(t, reports, 11)
+	require.Len(t, reports, 19)
 
 	e.cluster.CreateNamespace(t, "shop")
 	for _, r := range reports {

@@ -38,6 +38,24 @@ const (
 	AttrReportKind      = "policy.report.kind"
 	AttrReportNamespace = "policy.report.namespace"
 	AttrReportName      = "policy.report.name"
+
+	// AttrFailedChecks counts the failing checks behind a result that aggregates checks (a compliance control).
+	AttrFailedChecks = "policy.checks.failed"
+)
+
+// Log record attributes of results that are one vulnerable package each (Result.Vulnerability). The names are
+// Elastic Common Schema's, which follow the OpenTelemetry naming rules; OpenTelemetry has no vulnerability
+// namespace. package.fixed_version is not in ECS core: it is the name Elastic's vulnerability integrations use.
+const (
+	AttrVulnerabilityID           = "vulnerability.id"
+	AttrVulnerabilityScoreBase    = "vulnerability.score.base"
+	AttrVulnerabilityScoreVersion = "vulnerability.score.version"
+	AttrVulnerabilityReference    = "vulnerability.reference"
+	AttrPackageName               = "package.name"
+	AttrPackageVersion            = "package.version"
+	AttrPackageFixedVersion       = "package.fixed_version"
+	AttrPackagePath               = "package.path"
+	AttrPackageType               = "package.type"
 )
 
 // Values of AttrEventName.

@@ -27,7 +27,14 @@ func WriteLogRecord(r *Result, lr plog.LogRecord) { WriteHashedLogRecord(r, r.Ha
 // WriteHashedLogRecord is WriteLogRecord with r's key and ID computed before (r.Hashes()), by a component that
 // keeps them anyway: a result is hashed once on its way through.
 func WriteHashedLogRecord(r *Result, h Hashes, lr plog.LogRecord) {
-	attrs := writeEvent(lr, EventResult, RecordSeverity(r.Outcome, r.Severity), r.Timestamp, 20)
+	n := 20
+	if r.Vulnerability != nil {
+		n += 9
+	}
+	if r.FailedChecks != nil {
+		n++
+	}
+	attrs := writeEvent(lr, EventResult, RecordSeverity(r.Outcome, r.Severity), r.Timestamp, n)
 	putNonEmpty(attrs, AttrSource, r.Source)
 	putNonEmpty(attrs, AttrPolicy, r.Policy)
 	putNonEmpty(attrs, AttrRule, r.Rule)
@@ -51,6 +58,52 @@ func WriteHashedLogRecord(r *Result, h Hashes, lr plog.LogRecord) {
 	putNonEmpty(attrs, AttrReportKind, r.Report.Kind)
 	putNonEmpty(attrs, AttrReportNamespace, r.Report.Namespace)
 	putNonEmpty(attrs, AttrReportName, r.Report.Name)
+
+	if r.FailedChecks != nil {
+		attrs.PutInt(AttrFailedChecks, *r.FailedChecks)
+	}
+	if v := r.Vulnerability; v != nil {
+		writeVulnerability(attrs, v)
+	}
+}
+
+func writeVulnerability(attrs pcommon.Map, v *Vulnerability) {
+	putNonEmpty(attrs, AttrVulnerabilityID, v.ID)
+	if v.Score != nil {
+		attrs.PutDouble(AttrVulnerabilityScoreBase, *v.Score)
+	}
+	putNonEmpty(attrs, AttrVulnerabilityScoreVersion, v.ScoreVersion)
+	putNonEmpty(attrs, AttrVulnerabilityReference, v.Reference)
+	putNonEmpty(attrs, AttrPackageName, v.PackageName)
+	putNonEmpty(attrs, AttrPackageVersion, v.PackageVersion)
+	putNonEmpty(attrs, AttrPackageFixedVersion, v.PackageFixedVersion)
+	putNonEmpty(attrs, AttrPackagePath, v.PackagePath)
+	putNonEmpty(attrs, AttrPackageType, v.PackageType)
+}
+
+// readVulnerability is nil when the record has none of the vulnerability attributes.
+func readVulnerability(attrs pcommon.Map) (*Vulnerability, error) {
+	v := Vulnerability{
+		ID:                  str(attrs, AttrVulnerabilityID),
+		ScoreVersion:        str(attrs, AttrVulnerabilityScoreVersion),
+		Reference:           str(attrs, AttrVulnerabilityReference),
+		PackageName:         str(attrs, AttrPackageName),
+		PackageVersion:      str(attrs, AttrPackageVersion),
+		PackageFixedVersion: str(attrs, AttrPackageFixedVersion),
+		PackagePath:         str(attrs, AttrPackagePath),
+		PackageType:         str(attrs, AttrPackageType),
+	}
+	if s, ok := attrs.Get(AttrVulnerabilityScoreBase); ok {
+		if s.Type() != pcommon.ValueTypeDouble {
+			return nil, fmt.Errorf("attribute %s: want a double, got %s", AttrVulnerabilityScoreBase, s.Type())
+		}
+		score := s.Double()
+		v.Score = &score
+	}
+	if v == (Vulnerability{}) {
+		return nil, nil
+	}
+	return &v, nil
 }
 
 // writeEvent begins every record of the model: the event name, in the field and in the attribute (see
@@ -117,7 +170,18 @@ func ReadLogRecord(res pcommon.Resource, lr plog.LogRecord) (Result, error) {
 		r.Scored = &scored
 	}
 
+	if n, ok := attrs.Get(AttrFailedChecks); ok {
+		if n.Type() != pcommon.ValueTypeInt {
+			return Result{}, fmt.Errorf("attribute %s: want an int, got %s", AttrFailedChecks, n.Type())
+		}
+		failed := n.Int()
+		r.FailedChecks = &failed
+	}
+
 	var err error
+	if r.Vulnerability, err = readVulnerability(attrs); err != nil {
+		return Result{}, err
+	}
 	if s, ok := attrs.Get(AttrResult); ok {
 		if r.Outcome, err = ParseOutcome(s.AsString()); err != nil {
 			return Result{}, fmt.Errorf("attribute %s: %w", AttrResult, err)

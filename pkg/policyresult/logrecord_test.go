@@ -72,6 +72,44 @@ func TestWriteLogRecordLeavesOutEmptyFields(t *testing.T) {
 	assert.Zero(t, lr.Timestamp())
 }
 
+func vulnerableResult() Result {
+	score, failed := 7.5, int64(0)
+	return Result{Source: "trivy-operator", Policy: "CVE-2026-0001", Rule: "nginx/openssl", Severity: SeverityHigh,
+		Outcome: OutcomeFail, Message: "buffer overflow", FailedChecks: &failed,
+		Resource: Resource{Kind: "ReplicaSet", Namespace: "shop", Name: "web-6d4cf56db6"},
+		Vulnerability: &Vulnerability{ID: "CVE-2026-0001", Score: &score, ScoreVersion: "3",
+			Reference: "https://avd.aquasec.com/nvd/cve-2026-0001", PackageName: "openssl", PackageVersion: "3.0.1",
+			PackageFixedVersion: "3.0.2, 3.1.1", PackagePath: "usr/lib/libssl.so.3", PackageType: "debian"}}
+}
+
+func TestWriteLogRecordVulnerabilityAndChecks(t *testing.T) {
+	r := vulnerableResult()
+	lr := firstRecord(newRecord(t, r))
+	assert.Equal(t, map[string]any{
+		AttrEventName: EventResult, AttrSource: "trivy-operator", AttrPolicy: "CVE-2026-0001", AttrRule: "nginx/openssl",
+		AttrSeverity: "high", AttrResult: "fail", AttrMessage: "buffer overflow",
+		AttrResultKey: r.Key(), AttrResultID: r.ID(),
+		AttrResourceKind: "ReplicaSet", AttrResourceNamespace: "shop", AttrResourceName: "web-6d4cf56db6",
+		AttrFailedChecks:              int64(0),
+		AttrVulnerabilityID:           "CVE-2026-0001",
+		AttrVulnerabilityScoreBase:    7.5,
+		AttrVulnerabilityScoreVersion: "3",
+		AttrVulnerabilityReference:    "https://avd.aquasec.com/nvd/cve-2026-0001",
+		AttrPackageName:               "openssl",
+		AttrPackageVersion:            "3.0.1",
+		AttrPackageFixedVersion:       "3.0.2, 3.1.1",
+		AttrPackagePath:               "usr/lib/libssl.so.3",
+		AttrPackageType:               "debian",
+	}, lr.Attributes().AsRaw())
+}
+
+func TestVulnerabilityAndChecksAreNotIdentity(t *testing.T) {
+	r := vulnerableResult()
+	plain := r
+	plain.Vulnerability, plain.FailedChecks = nil, nil
+	assert.Equal(t, plain.Hashes(), r.Hashes(), "a fix version published later must not change the key or the ID")
+}
+
 func TestRoundTrip(t *testing.T) {
 	notScored := false
 	full := sampleResult()
@@ -79,6 +117,8 @@ func TestRoundTrip(t *testing.T) {
 	for name, r := range map[string]Result{
 		"full":       full,
 		"minimal":    {Outcome: OutcomeSkip},
+		"vulnerable": vulnerableResult(),
+		"no score":   {Outcome: OutcomeFail, Vulnerability: &Vulnerability{ID: "GHSA-xxxx", PackageName: "lodash"}},
 		"not scored": {Source: "kube-bench", Scored: &notScored, Outcome: OutcomeWarn, State: StateResolved},
 		"no cluster": {Source: "trivy-operator", Policy: "CVE-2026-0001", Severity: SeverityCritical, Outcome: OutcomeFail,
 			Resource: Resource{APIVersion: "apps/v1", Kind: "ReplicaSet", Namespace: "kube-system", Name: "coredns-5d78c9869d"}},
@@ -118,6 +158,12 @@ func TestReadLogRecordRejects(t *testing.T) {
 		"scored not bool": {func(lr plog.LogRecord) {
 			lr.Attributes().PutStr(AttrScored, "yes")
 		}, "attribute policy.scored: want a bool, got Str"},
+		"score not double": {func(lr plog.LogRecord) {
+			lr.Attributes().PutStr(AttrVulnerabilityScoreBase, "7.5")
+		}, "attribute vulnerability.score.base: want a double, got Str"},
+		"failed checks not int": {func(lr plog.LogRecord) {
+			lr.Attributes().PutDouble(AttrFailedChecks, 2)
+		}, "attribute policy.checks.failed: want an int, got Double"},
 		"identity rewritten": {func(lr plog.LogRecord) {
 			lr.Attributes().PutStr(AttrResourceName, "renamed")
 		}, "attribute policy.result.key is " + goldenKey},

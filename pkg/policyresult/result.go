@@ -45,4 +45,29 @@ type Result struct {
 	State State
 	// Timestamp is when the policy engine produced the result; zero when the source does not say.
 	Timestamp time.Time
+
+	// Vulnerability is set on results that are one vulnerable package each. Like FailedChecks it describes
+	// the result without identifying it: it is in neither the key nor the ID, so a value that changes alone
+	// (a fix version published later) emits nothing until the outcome or message changes.
+	Vulnerability *Vulnerability
+	// FailedChecks is the number of failing checks behind a result that aggregates checks (a compliance
+	// control); nil when the result is not such an aggregate or the source did not evaluate it.
+	FailedChecks *int64
+}
+
+// Vulnerability is a scanner's finding about one package. Empty fields are unknown to the scanner.
+type Vulnerability struct {
+	ID string
+	// Score is the base score; nil when the scanner gave none. ScoreVersion is its CVSS version ("3").
+	Score        *float64
+	ScoreVersion string
+	// Reference is the advisory's URL.
+	Reference string
+
+	PackageName    string
+	PackageVersion string
+	// PackageFixedVersion is the version, or comma-separated versions, that fix it; "" when there is no fix.
+	PackageFixedVersion string
+	PackagePath         string
+	PackageType         string
 }

@@ -87,10 +87,19 @@ type KindsConfig struct {
 	ComplianceCheckResults bool `mapstructure:"compliance_check_results"`
 	// ComplianceRemediations: compliance.openshift.io/v1alpha1 ComplianceRemediation.
 	ComplianceRemediations bool `mapstructure:"compliance_remediations"`
-	// VulnerabilityReports: aquasecurity.github.io/v1alpha1 VulnerabilityReport.
+	// VulnerabilityReports: aquasecurity.github.io/v1alpha1 VulnerabilityReport and ClusterVulnerabilityReport.
 	VulnerabilityReports bool `mapstructure:"vulnerability_reports"`
-	// ConfigAuditReports: aquasecurity.github.io/v1alpha1 ConfigAuditReport.
+	// ConfigAuditReports: aquasecurity.github.io/v1alpha1 ConfigAuditReport and ClusterConfigAuditReport.
 	ConfigAuditReports bool `mapstructure:"config_audit_reports"`
+	// ExposedSecretReports: aquasecurity.github.io/v1alpha1 ExposedSecretReport.
+	ExposedSecretReports bool `mapstructure:"exposed_secret_reports"`
+	// RbacAssessmentReports: aquasecurity.github.io/v1alpha1 RbacAssessmentReport and ClusterRbacAssessmentReport.
+	RbacAssessmentReports bool `mapstructure:"rbac_assessment_reports"`
+	// InfraAssessmentReports: aquasecurity.github.io/v1alpha1 InfraAssessmentReport and
+	// ClusterInfraAssessmentReport.
+	InfraAssessmentReports bool `mapstructure:"infra_assessment_reports"`
+	// ClusterComplianceReports: aquasecurity.github.io/v1alpha1 ClusterComplianceReport.
+	ClusterComplianceReports bool `mapstructure:"cluster_compliance_reports"`
 	// GatekeeperConstraints: every kind of constraints.gatekeeper.sh/v1beta1, found through discovery.
 	GatekeeperConstraints bool `mapstructure:"gatekeeper_constraints"`
 }

@@ -27,7 +27,8 @@ func TestLoadConfig(t *testing.T) {
 	all.AuthType = k8sclient.AuthTypeKubeConfig
 	all.Context = "staging"
 	all.ClusterName = "prod-eu-1"
-	all.Kinds = KindsConfig{PolicyReports: true, EphemeralReports: true, ComplianceRemediations: true}
+	all.Kinds = KindsConfig{PolicyReports: true, EphemeralReports: true, ComplianceRemediations: true,
+		ClusterComplianceReports: true}
 	all.Namespaces = NamespacesConfig{Include: []string{"shop", "payments"}, Exclude: []string{"kube-system"}}
 	all.LabelSelector = "app.kubernetes.io/managed-by=kyverno"
 	all.Storage = &storage

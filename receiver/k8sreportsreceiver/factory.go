@@ -27,7 +27,9 @@ func createDefaultConfig() component.Config {
 		InitialSync: InitialSyncAll,
 		Kinds: KindsConfig{
 			PolicyReports: true, OpenReports: true, ComplianceCheckResults: true,
-			VulnerabilityReports: true, ConfigAuditReports: true, GatekeeperConstraints: true,
+			VulnerabilityReports: true, ConfigAuditReports: true, ExposedSecretReports: true,
+			RbacAssessmentReports: true, InfraAssessmentReports: true, ClusterComplianceReports: true,
+			GatekeeperConstraints: true,
 		},
 		EmitResolved:      true,
 		DiscoveryInterval: 30 * time.Second,

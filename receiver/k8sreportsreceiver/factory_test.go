@@ -32,7 +32,9 @@ func TestCreateDefaultConfigIsValid(t *testing.T) {
 	assert.Equal(t, InitialSyncAll, cfg.InitialSync)
 	assert.Equal(t, KindsConfig{
 		PolicyReports: true, OpenReports: true, ComplianceCheckResults: true,
-		VulnerabilityReports: true, ConfigAuditReports: true, GatekeeperConstraints: true,
+		VulnerabilityReports: true, ConfigAuditReports: true, ExposedSecretReports: true,
+		RbacAssessmentReports: true, InfraAssessmentReports: true, ClusterComplianceReports: true,
+		GatekeeperConstraints: true,
 	}, cfg.Kinds, "every kind")
 }
 

@@ -10,6 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
+	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
 // kindCase is one report kind's life in the API server: created, updated, deleted, with the records each step
@@ -27,6 +28,8 @@ type kindCase struct {
 	created      []string
 	updated      []string
 	resolved     []string
+	// inspect, when set, checks the created records beyond their summaries.
+	inspect func(t *testing.T, created []record)
 }
 
 var kindCases = []kindCase{{
@@ -226,7 +229,274 @@ status:
 	},
 	updated:  []string{"resolved gatekeeper K8sRequiredLabels/all-must-have-owner Namespace//payments -> fail"},
 	resolved: []string{"resolved gatekeeper K8sRequiredLabels/all-must-have-owner Namespace//shop -> fail"},
+}, {
+	name: "cluster_vulnerability_reports", crds: "aquasecurity.github.io", kinds: KindsConfig{VulnerabilityReports: true},
+	gvr:    trivyGVR("clustervulnerabilityreports"),
+	create: clusterVulnReport,
+	update: clusterVulnReport + `
+  - {vulnerabilityID: CVE-2026-1002, resource: github.com/containerd/containerd, installedVersion: 2.1.0, fixedVersion: "", severity: MEDIUM, title: containerd image pull exhaustion}`,
+	created: []string{"new trivy-operator CVE-2026-1001/k8s-cluster/k8s.io/kubelet ClusterSbomReport//5d8f7b9c6 -> fail"},
+	updated: []string{"new trivy-operator CVE-2026-1002/k8s-cluster/github.com/containerd/containerd ClusterSbomReport//5d8f7b9c6 -> fail"},
+	resolved: []string{
+		"resolved trivy-operator CVE-2026-1001/k8s-cluster/k8s.io/kubelet ClusterSbomReport//5d8f7b9c6 -> fail",
+		"resolved trivy-operator CVE-2026-1002/k8s-cluster/github.com/containerd/containerd ClusterSbomReport//5d8f7b9c6 -> fail",
+	},
+	inspect: func(t *testing.T, created []record) {
+		score := 8.1
+		assert.Equal(t, &policyresult.Vulnerability{ID: "CVE-2026-1001", Score: &score, ScoreVersion: "3",
+			Reference: "https://avd.aquasec.com/nvd/cve-2026-1001", PackageName: "k8s.io/kubelet", PackageVersion: "1.35.0",
+			PackageFixedVersion: "1.35.2"}, created[0].Vulnerability)
+	},
+}, {
+	name: "cluster_config_audit_reports", crds: "aquasecurity.github.io", kinds: KindsConfig{ConfigAuditReports: true},
+	gvr: trivyGVR("clusterconfigauditreports"),
+	create: `
+apiVersion: aquasecurity.github.io/v1alpha1
+kind: ClusterConfigAuditReport
+metadata:
+  name: persistentvolume-pv-data-1
+  labels: {trivy-operator.resource.kind: PersistentVolume, trivy-operator.resource.name: pv-data-1, trivy-operator.resource.namespace: ""}
+report:
+  updateTimestamp: "2026-11-22T08:00:00Z"
+  checks:
+  - {checkID: KSV121, title: Disallowed volumes mounted, severity: HIGH, category: Kubernetes Security Check, success: false, messages: ["PersistentVolume 'pv-data-1' should not mount a hostPath"]}`,
+	update: `
+apiVersion: aquasecurity.github.io/v1alpha1
+kind: ClusterConfigAuditReport
+metadata:
+  name: persistentvolume-pv-data-1
+  labels: {trivy-operator.resource.kind: PersistentVolume, trivy-operator.resource.name: pv-data-1, trivy-operator.resource.namespace: ""}
+report:
+  updateTimestamp: "2026-11-22T09:00:00Z"
+  checks:
+  - {checkID: KSV121, title: Disallowed volumes mounted, severity: HIGH, category: Kubernetes Security Check, success: true}`,
+	created:  []string{"new trivy-operator KSV121/ PersistentVolume//pv-data-1 -> fail"},
+	updated:  []string{"changed trivy-operator KSV121/ PersistentVolume//pv-data-1 -> pass"},
+	resolved: []string{"resolved trivy-operator KSV121/ PersistentVolume//pv-data-1 -> pass"},
+}, {
+	name: "exposed_secret_reports", crds: "aquasecurity.github.io", kinds: KindsConfig{ExposedSecretReports: true},
+	gvr: trivyGVR("exposedsecretreports"),
+	create: `
+apiVersion: aquasecurity.github.io/v1alpha1
+kind: ExposedSecretReport
+metadata:
+  name: replicaset-web-6d4cf56db6-nginx
+  namespace: shop
+  labels: {trivy-operator.resource.kind: ReplicaSet, trivy-operator.resource.name: web-6d4cf56db6, trivy-operator.resource.namespace: shop, trivy-operator.container.name: nginx}
+report:
+  updateTimestamp: "2026-11-22T08:00:00Z"
+  secrets:
+  - {target: /app/.env, ruleID: github-pat, title: GitHub Personal Access Token, category: GitHub, severity: CRITICAL, match: "GITHUB_TOKEN=ghp_****"}`,
+	update: `
+apiVersion: aquasecurity.github.io/v1alpha1
+kind: ExposedSecretReport
+metadata:
+  name: replicaset-web-6d4cf56db6-nginx
+  namespace: shop
+  labels: {trivy-operator.resource.kind: ReplicaSet, trivy-operator.resource.name: web-6d4cf56db6, trivy-operator.resource.namespace: shop, trivy-operator.container.name: nginx}
+report:
+  updateTimestamp: "2026-11-22T09:00:00Z"
+  secrets:
+  - {target: /root/.aws/credentials, ruleID: aws-access-key-id, title: AWS Access Key ID, category: AWS, severity: CRITICAL, match: "aws_access_key_id=****"}`,
+	created: []string{"new trivy-operator github-pat/nginx//app/.env ReplicaSet/shop/web-6d4cf56db6 -> fail"},
+	updated: []string{
+		"new trivy-operator aws-access-key-id/nginx//root/.aws/credentials ReplicaSet/shop/web-6d4cf56db6 -> fail",
+		"resolved trivy-operator github-pat/nginx//app/.env ReplicaSet/shop/web-6d4cf56db6 -> fail",
+	},
+	resolved: []string{"resolved trivy-operator aws-access-key-id/nginx//root/.aws/credentials ReplicaSet/shop/web-6d4cf56db6 -> fail"},
+}, {
+	name: "rbac_assessment_reports", crds: "aquasecurity.github.io", kinds: KindsConfig{RbacAssessmentReports: true},
+	gvr: trivyGVR("rbacassessmentreports"),
+	create: `
+apiVersion: aquasecurity.github.io/v1alpha1
+kind: RbacAssessmentReport
+metadata:
+  name: role-pod-reader
+  namespace: shop
+  labels: {trivy-operator.resource.kind: Role, trivy-operator.resource.name: pod-reader, trivy-operator.resource.namespace: shop}
+report:
+  checks:
+  - {checkID: KSV113, title: Manage namespace secrets, severity: MEDIUM, category: Kubernetes Security Check, success: false, messages: ["Role permits management of secret(s)"]}`,
+	update: `
+apiVersion: aquasecurity.github.io/v1alpha1
+kind: RbacAssessmentReport
+metadata:
+  name: role-pod-reader
+  namespace: shop
+  labels: {trivy-operator.resource.kind: Role, trivy-operator.resource.name: pod-reader, trivy-operator.resource.namespace: shop}
+report:
+  checks:
+  - {checkID: KSV113, title: Manage namespace secrets, severity: MEDIUM, category: Kubernetes Security Check, success: false, messages: ["Role permits management of secret(s) and configmap(s)"]}`,
+	created:  []string{"new trivy-operator KSV113/ Role/shop/pod-reader -> fail"},
+	updated:  []string{"changed trivy-operator KSV113/ Role/shop/pod-reader -> fail"},
+	resolved: []string{"resolved trivy-operator KSV113/ Role/shop/pod-reader -> fail"},
+}, {
+	name: "cluster_rbac_assessment_reports", crds: "aquasecurity.github.io", kinds: KindsConfig{RbacAssessmentReports: true},
+	gvr: trivyGVR("clusterrbacassessmentreports"),
+	create: `
+apiVersion: aquasecurity.github.io/v1alpha1
+kind: ClusterRbacAssessmentReport
+metadata:
+  name: clusterrole-5c7d9f8b6
+  annotations: {trivy-operator.resource.name: "system:aggregate-to-edit"}
+  labels: {trivy-operator.resource.kind: ClusterRole, trivy-operator.resource.name-hash: 5c7d9f8b6, trivy-operator.resource.namespace: ""}
+report:
+  checks:
+  - {checkID: KSV050, title: Manage Kubernetes RBAC resources, severity: CRITICAL, category: Kubernetes Security Check, success: false, messages: ["ClusterRole 'system:aggregate-to-edit' should not manage roles"]}`,
+	update: `
+apiVersion: aquasecurity.github.io/v1alpha1
+kind: ClusterRbacAssessmentReport
+metadata:
+  name: clusterrole-5c7d9f8b6
+  annotations: {trivy-operator.resource.name: "system:aggregate-to-edit"}
+  labels: {trivy-operator.resource.kind: ClusterRole, trivy-operator.resource.name-hash: 5c7d9f8b6, trivy-operator.resource.namespace: ""}
+report:
+  checks:
+  - {checkID: KSV050, title: Manage Kubernetes RBAC resources, severity: CRITICAL, category: Kubernetes Security Check, success: true, messages: [""]}`,
+	created:  []string{"new trivy-operator KSV050/ ClusterRole//system:aggregate-to-edit -> fail"},
+	updated:  []string{"changed trivy-operator KSV050/ ClusterRole//system:aggregate-to-edit -> pass"},
+	resolved: []string{"resolved trivy-operator KSV050/ ClusterRole//system:aggregate-to-edit -> pass"},
+}, {
+	name: "infra_assessment_reports", crds: "aquasecurity.github.io", kinds: KindsConfig{InfraAssessmentReports: true},
+	gvr: trivyGVR("infraassessmentreports"),
+	create: `
+apiVersion: aquasecurity.github.io/v1alpha1
+kind: InfraAssessmentReport
+metadata:
+  name: pod-etcd-cp-1
+  namespace: shop
+  labels: {trivy-operator.resource.kind: Pod, trivy-operator.resource.name: etcd-cp-1, trivy-operator.resource.namespace: shop}
+report:
+  checks:
+  - {checkID: KCV0042, title: Ensure that the --cert-file and --key-file arguments are set, severity: LOW, category: Kubernetes Security Check, success: false, messages: ["Ensure that the --cert-file and --key-file arguments are set"]}`,
+	update: `
+apiVersion: aquasecurity.github.io/v1alpha1
+kind: InfraAssessmentReport
+metadata:
+  name: pod-etcd-cp-1
+  namespace: shop
+  labels: {trivy-operator.resource.kind: Pod, trivy-operator.resource.name: etcd-cp-1, trivy-operator.resource.namespace: shop}
+report:
+  checks:
+  - {checkID: KCV0042, title: Ensure that the --cert-file and --key-file arguments are set, severity: LOW, category: Kubernetes Security Check, success: false, messages: ["Ensure that the --cert-file and --key-file arguments are set"]}
+  - {checkID: KCV0043, title: Ensure that the --client-cert-auth argument is set to true, severity: LOW, category: Kubernetes Security Check, success: false, messages: ["Ensure that the --client-cert-auth argument is set to true"]}`,
+	created: []string{"new trivy-operator KCV0042/ Pod/shop/etcd-cp-1 -> fail"},
+	updated: []string{"new trivy-operator KCV0043/ Pod/shop/etcd-cp-1 -> fail"},
+	resolved: []string{
+		"resolved trivy-operator KCV0042/ Pod/shop/etcd-cp-1 -> fail",
+		"resolved trivy-operator KCV0043/ Pod/shop/etcd-cp-1 -> fail",
+	},
+}, {
+	name: "cluster_infra_assessments", crds: "aquasecurity.github.io", kinds: KindsConfig{InfraAssessmentReports: true},
+	gvr: trivyGVR("clusterinfraassessmentreports"),
+	create: `
+apiVersion: aquasecurity.github.io/v1alpha1
+kind: ClusterInfraAssessmentReport
+metadata:
+  name: node-cp-1
+  labels: {trivy-operator.resource.kind: Node, trivy-operator.resource.name: cp-1, trivy-operator.resource.namespace: ""}
+report:
+  checks:
+  - {checkID: KCV0079, title: Ensure that the --protect-kernel-defaults argument is set to true, severity: HIGH, category: Kubernetes Security Check, success: false, messages: ["Ensure that the --protect-kernel-defaults argument is set to true"]}`,
+	update: `
+apiVersion: aquasecurity.github.io/v1alpha1
+kind: ClusterInfraAssessmentReport
+metadata:
+  name: node-cp-1
+  labels: {trivy-operator.resource.kind: Node, trivy-operator.resource.name: cp-1, trivy-operator.resource.namespace: ""}
+report:
+  checks:
+  - {checkID: KCV0079, title: Ensure that the --protect-kernel-defaults argument is set to true, severity: HIGH, category: Kubernetes Security Check, success: true, messages: ["Ensure that the --protect-kernel-defaults argument is set to true"]}`,
+	created:  []string{"new trivy-operator KCV0079/ Node//cp-1 -> fail"},
+	updated:  []string{"changed trivy-operator KCV0079/ Node//cp-1 -> pass"},
+	resolved: []string{"resolved trivy-operator KCV0079/ Node//cp-1 -> pass"},
+}, {
+	// Created by Helm with its spec only, then the operator writes the summary form; switching the report to
+	// the detail form keeps the keys, and only the control whose count changed is a changed record.
+	name: "cluster_compliance_reports", crds: "aquasecurity.github.io", kinds: KindsConfig{ClusterComplianceReports: true},
+	gvr:    trivyGVR("clustercompliancereports"),
+	status: true,
+	create: `
+apiVersion: aquasecurity.github.io/v1alpha1
+kind: ClusterComplianceReport
+metadata: {name: k8s-nsa-1.0}
+spec:
+  reportType: summary
+  compliance: {id: k8s-nsa-1.0, title: NSA Kubernetes Hardening Guidance v1.0, type: nsa}
+status:
+  updateTimestamp: "2026-11-22T08:00:00Z"
+  summary: {failCount: 1, passCount: 2}
+  summaryReport:
+    id: k8s-nsa-1.0
+    title: NSA Kubernetes Hardening Guidance v1.0
+    controlCheck:
+    - {id: "1.0", name: Non-root containers, severity: MEDIUM, totalFail: 3}
+    - {id: "1.1", name: Immutable container file systems, severity: LOW, totalFail: 0}
+    - {id: "6.0", name: Manual - Audit log path is configure, severity: MEDIUM}`,
+	update: `
+apiVersion: aquasecurity.github.io/v1alpha1
+kind: ClusterComplianceReport
+metadata: {name: k8s-nsa-1.0}
+spec:
+  reportType: all
+  compliance: {id: k8s-nsa-1.0, title: NSA Kubernetes Hardening Guidance v1.0, type: nsa}
+status:
+  updateTimestamp: "2026-11-22T14:00:00Z"
+  summary: {failCount: 1, passCount: 2}
+  detailReport:
+    id: k8s-nsa-1.0
+    title: NSA Kubernetes Hardening Guidance v1.0
+    results:
+    - id: "1.0"
+      name: Non-root containers
+      severity: MEDIUM
+      checks:
+      - {checkID: AVD-KSV-0012, target: shop/replicaset-web-6d4cf56db6, title: Runs as root user, severity: MEDIUM, success: false}
+    - id: "1.1"
+      name: Immutable container file systems
+      severity: LOW
+      checks: [{checkID: "", severity: "", success: true}]
+    - id: "6.0"
+      name: Manual - Audit log path is configure
+      severity: MEDIUM
+      status: WARN
+      checks: [{checkID: "", severity: "", success: true}]`,
+	created: []string{
+		"new trivy-operator k8s-nsa-1.0/1.0 // -> fail",
+		"new trivy-operator k8s-nsa-1.0/1.1 // -> pass",
+		"new trivy-operator k8s-nsa-1.0/6.0 // -> skip",
+	},
+	updated: []string{"changed trivy-operator k8s-nsa-1.0/1.0 // -> fail"},
+	resolved: []string{
+		"resolved trivy-operator k8s-nsa-1.0/1.0 // -> fail",
+		"resolved trivy-operator k8s-nsa-1.0/1.1 // -> pass",
+		"resolved trivy-operator k8s-nsa-1.0/6.0 // -> skip",
+	},
+	inspect: func(t *testing.T, created []record) {
+		three, zero := int64(3), int64(0)
+		assert.Equal(t, "Non-root containers: 3 failed", created[0].Message)
+		assert.Equal(t, &three, created[0].FailedChecks)
+		assert.Equal(t, &zero, created[1].FailedChecks)
+		assert.Nil(t, created[2].FailedChecks, "a manual control is not evaluated")
+		assert.Equal(t, policyresult.Report{Kind: "ClusterComplianceReport", Name: "k8s-nsa-1.0"}, created[0].Report)
+	},
 }}
+
+func trivyGVR(resource string) schema.GroupVersionResource {
+	return schema.GroupVersionResource{Group: "aquasecurity.github.io", Version: "v1alpha1", Resource: resource}
+}
+
+// clusterVulnReport is trivy-operator's report on the cluster's own components (KBOM).
+const clusterVulnReport = `
+apiVersion: aquasecurity.github.io/v1alpha1
+kind: ClusterVulnerabilityReport
+metadata:
+  name: clustersbomreport-5d8f7b9c6
+  labels: {trivy-operator.resource.kind: ClusterSbomReport, trivy-operator.resource.name: 5d8f7b9c6, trivy-operator.resource.namespace: "", trivy-operator.container.name: k8s-cluster}
+report:
+  updateTimestamp: "2026-11-22T08:00:00Z"
+  vulnerabilities:
+  - {vulnerabilityID: CVE-2026-1001, resource: k8s.io/kubelet, installedVersion: 1.35.0, fixedVersion: 1.35.2, severity: HIGH, score: 8.1, title: kubelet path traversal, primaryLink: "https://avd.aquasec.com/nvd/cve-2026-1001"}`
 
 func TestEveryKindCreateUpdateDelete(t *testing.T) {
 	needCluster(t)
@@ -237,26 +507,70 @@ func TestEveryKindCreateUpdateDelete(t *testing.T) {
 			cfg := testConfig(t)
 			cfg.Kinds = kc.kinds
 			tr := startReceiver(t, cfg, k8stest.AdminToken, "")
-			apply := func(yml string, before []string) {
-				obj := object(t, yml)
-				cluster.Apply(t, kc.gvr, obj)
-				if len(before) > 0 {
-					assert.Equal(t, before, summaries(tr.waitRecords(len(before))), "before the status")
-				}
-				if kc.status {
-					cluster.ApplyStatus(t, kc.gvr, obj)
-				}
-			}
 
-			apply(kc.create, kc.beforeStatus)
-			assert.Equal(t, kc.created, summaries(tr.waitRecords(len(kc.created))), "create")
-			apply(kc.update, nil)
+			kc.apply(t, tr, kc.create, kc.beforeStatus)
+			created := tr.waitRecords(len(kc.created))
+			assert.Equal(t, kc.created, summaries(created), "create")
+			if kc.inspect != nil {
+				kc.inspect(t, created)
+			}
+			kc.apply(t, tr, kc.update, nil)
 			assert.Equal(t, kc.updated, summaries(tr.waitRecords(len(kc.updated))), "update")
-			obj := object(t, kc.create)
-			cluster.Delete(t, kc.gvr, obj.GetNamespace(), obj.GetName())
+			kc.delete(t)
 			assert.Equal(t, kc.resolved, summaries(tr.waitRecords(len(kc.resolved))), "delete")
 		})
 	}
+}
+
+// TestEveryKindRestartWithStorage: what changes while the receiver is down, an update and then the deletion,
+// is exactly what the next start with the same storage emits.
+func TestEveryKindRestartWithStorage(t *testing.T) {
+	needCluster(t)
+	cluster.CreateNamespace(t, "shop")
+	for _, kc := range kindCases {
+		t.Run(kc.name, func(t *testing.T) {
+			cluster.InstallCRDs(t, crdFile(kc.crds))
+			storageDir := t.TempDir()
+			start := func() *testReceiver {
+				cfg := testConfig(t)
+				cfg.Kinds = kc.kinds
+				return startReceiver(t, cfg, k8stest.AdminToken, storageDir)
+			}
+			tr := start()
+			kc.apply(t, tr, kc.create, kc.beforeStatus)
+			assert.Equal(t, kc.created, summaries(tr.waitRecords(len(kc.created))), "create")
+			tr.stop()
+
+			kc.apply(t, tr, kc.update, nil)
+			tr = start()
+			assert.Equal(t, kc.updated, summaries(tr.waitRecords(len(kc.updated))), "updated while down")
+			tr.stop()
+
+			kc.delete(t)
+			tr = start()
+			assert.Equal(t, kc.resolved, summaries(tr.waitRecords(len(kc.resolved))), "deleted while down")
+		})
+	}
+}
+
+// apply creates or updates the case's object, and its status as its controller would; before are the records
+// of the object without its status, which a running receiver emits in between.
+func (kc *kindCase) apply(t *testing.T, tr *testReceiver, yml string, before []string) {
+	t.Helper()
+	obj := object(t, yml)
+	cluster.Apply(t, kc.gvr, obj)
+	if len(before) > 0 {
+		assert.Equal(t, before, summaries(tr.waitRecords(len(before))), "before the status")
+	}
+	if kc.status {
+		cluster.ApplyStatus(t, kc.gvr, obj)
+	}
+}
+
+func (kc *kindCase) delete(t *testing.T) {
+	t.Helper()
+	obj := object(t, kc.create)
+	cluster.Delete(t, kc.gvr, obj.GetNamespace(), obj.GetName())
 }
 
 func TestMalformedReportIsSkippedAndCounted(t *testing.T) {

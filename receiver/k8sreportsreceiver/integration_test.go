@@ -280,7 +280,7 @@ func TestForbiddenKindDoesNotStopTheOthers(t *testing.T) {
 	// Granting the missing right heals the receiver without a restart.
 	cluster.Grant(t, "reports-reader", k8stest.ReaderUser, []rbacv1.PolicyRule{
 		{APIGroups: []string{"wgpolicyk8s.io"}, Resources: []string{"policyreports", "clusterpolicyreports"}, Verbs: read},
-		{APIGroups: []string{"aquasecurity.github.io"}, Resources: []string{"vulnerabilityreports"}, Verbs: read},
+		{APIGroups: []string{"aquasecurity.github.io"}, Resources: []string{"vulnerabilityreports", "clustervulnerabilityreports"}, Verbs: read},
 	})
 	recs = tr.waitRecordsWithin(1, 30*time.Second)
 	assert.Equal(t, "trivy-operator", recs[0].Source)

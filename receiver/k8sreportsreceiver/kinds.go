@@ -47,10 +47,20 @@ func enabledKinds(c KindsConfig) []reportKind {
 		[]string{"compliancecheckresults"}, parseComplianceCheckResult})
 	add(c.ComplianceRemediations, reportKind{"compliance_remediations", schema.GroupVersion{Group: "compliance.openshift.io", Version: "v1alpha1"},
 		[]string{"complianceremediations"}, parseComplianceRemediation})
+	// trivy-operator. SbomReport and ClusterSbomReport are left out: they are inventories (a CycloneDX BOM),
+	// with no finding, outcome or severity.
 	add(c.VulnerabilityReports, reportKind{"vulnerability_reports", schema.GroupVersion{Group: "aquasecurity.github.io", Version: "v1alpha1"},
-		[]string{"vulnerabilityreports"}, parseVulnerabilityReport})
+		[]string{"vulnerabilityreports", "clustervulnerabilityreports"}, parseVulnerabilityReport})
 	add(c.ConfigAuditReports, reportKind{"config_audit_reports", schema.GroupVersion{Group: "aquasecurity.github.io", Version: "v1alpha1"},
-		[]string{"configauditreports"}, parseConfigAuditReport})
+		[]string{"configauditreports", "clusterconfigauditreports"}, parseTrivyChecks})
+	add(c.ExposedSecretReports, reportKind{"exposed_secret_reports", schema.GroupVersion{Group: "aquasecurity.github.io", Version: "v1alpha1"},
+		[]string{"exposedsecretreports"}, parseExposedSecretReport})
+	add(c.RbacAssessmentReports, reportKind{"rbac_assessment_reports", schema.GroupVersion{Group: "aquasecurity.github.io", Version: "v1alpha1"},
+		[]string{"rbacassessmentreports", "clusterrbacassessmentreports"}, parseTrivyChecks})
+	add(c.InfraAssessmentReports, reportKind{"infra_assessment_reports", schema.GroupVersion{Group: "aquasecurity.github.io", Version: "v1alpha1"},
+		[]string{"infraassessmentreports", "clusterinfraassessmentreports"}, parseTrivyChecks})
+	add(c.ClusterComplianceReports, reportKind{"cluster_compliance_reports", schema.GroupVersion{Group: "aquasecurity.github.io", Version: "v1alpha1"},
+		[]string{"clustercompliancereports"}, parseClusterComplianceReport})
 	add(c.GatekeeperConstraints, reportKind{"gatekeeper_constraints", schema.GroupVersion{Group: "constraints.gatekeeper.sh", Version: "v1beta1"},
 		nil, parseGatekeeperConstraint})
 	return out

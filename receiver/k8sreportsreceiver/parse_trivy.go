@@ -46,10 +46,25 @@ type trivyVulnerability struct {
 	VulnerabilityID  string `json:"vulnerabilityID"`
 	Resource         string `json:"resource"`
 	InstalledVersion string `json:"installedVersion"`
-	PackagePath      string `json:"packagePath"`
-	Target           string `json:"target"`
-	Severity         string `json:"severity"`
-	Title            string `json:"title"`
+	FixedVersion     string `json:"fixedVersion"`
+	// Score is the CVSS v3 base score: trivy-operator keeps no other version in this field.
+	Score       *float64 `json:"score"`
+	PrimaryLink string   `json:"primaryLink"`
+	PackagePath string   `json:"packagePath"`
+	PackageType string   `json:"packageType"`
+	Target      string   `json:"target"`
+	Severity    string   `json:"severity"`
+	Title       string   `json:"title"`
+}
+
+func (v *trivyVulnerability) model() *policyresult.Vulnerability {
+	out := &policyresult.Vulnerability{ID: v.VulnerabilityID, Score: v.Score, Reference: v.PrimaryLink,
+		PackageName: v.Resource, PackageVersion: v.InstalledVersion, PackageFixedVersion: v.FixedVersion,
+		PackagePath: v.PackagePath, PackageType: v.PackageType}
+	if v.Score != nil {
+		out.ScoreVersion = "3"
+	}
+	return out
 }
 
 // parseVulnerabilityReport emits one failing result per listed vulnerability. report.summary is ignored: its
@@ -58,6 +73,8 @@ type trivyVulnerability struct {
 //
 // A report covers one container of one workload; the rule is "<container>/<package>" so that the same CVE
 // in the same package of two containers of one workload, which share policy and subject, keeps two keys.
+// A ClusterVulnerabilityReport has the same shape: its subject is trivy's ClusterSbomReport of the cluster
+// (KBOM) and its container "k8s-cluster", and it lists the vulnerabilities of the cluster's own components.
 func parseVulnerabilityReport(obj *reportObject, budget reportBudget) ([]parsedResult, error) {
 	var rep vulnerabilityReport
 	if err := json.Unmarshal(obj.raw, &rep); err != nil {
@@ -88,12 +105,13 @@ func parseVulnerabilityReport(obj *reportObject, budget reportBudget) ([]parsedR
 			Rule:     rule,
 			Category: trivyVulnerabilityCategory,
 			// UNKNOWN maps to no severity; the entry in the body keeps it.
-			Severity:  policyresult.ParseSeverity(v.Severity),
-			Outcome:   policyresult.OutcomeFail,
-			Message:   firstNonEmpty(v.Title, v.VulnerabilityID),
-			Resource:  subject,
-			Report:    obj.report(),
-			Timestamp: ts,
+			Severity:      policyresult.ParseSeverity(v.Severity),
+			Outcome:       policyresult.OutcomeFail,
+			Message:       firstNonEmpty(v.Title, v.VulnerabilityID),
+			Resource:      subject,
+			Report:        obj.report(),
+			Timestamp:     ts,
+			Vulnerability: v.model(),
 		}})
 	}
 	// One image can hold a package more than once (two jars of one library, an OS package and a copy bundled
@@ -106,7 +124,7 @@ func parseVulnerabilityReport(obj *reportObject, budget reportBudget) ([]parsedR
 	return disambiguate(out), nil
 }
 
-type configAuditReport struct {
+type trivyChecksReport struct {
 	Metadata trivyMeta `json:"metadata"`
 	Report   struct {
 		UpdateTimestamp string            `json:"updateTimestamp"`
@@ -127,12 +145,12 @@ type trivyCheck struct {
 	} `json:"scope"`
 }
 
-// parseConfigAuditReport emits one result per check. It reads any kind with the report.checks shape:
-// (Cluster)ConfigAuditReport, and also (Cluster)RbacAssessmentReport and (Cluster)InfraAssessmentReport.
-// trivy-operator drops passing checks unless configured to keep them, so a fixed check usually shows up as
-// a result that disappears, not as a pass.
-func parseConfigAuditReport(obj *reportObject, budget reportBudget) ([]parsedResult, error) {
-	var rep configAuditReport
+// parseTrivyChecks emits one result per check. It reads every kind with the report.checks shape:
+// (Cluster)ConfigAuditReport, (Cluster)RbacAssessmentReport and (Cluster)InfraAssessmentReport; the last two
+// have no updateTimestamp, so their results have no time. trivy-operator drops passing checks unless
+// configured to keep them, so a fixed check usually shows up as a result that disappears, not as a pass.
+func parseTrivyChecks(obj *reportObject, budget reportBudget) ([]parsedResult, error) {
+	var rep trivyChecksReport
 	if err := json.Unmarshal(obj.raw, &rep); err != nil {
 		return nil, err
 	}
@@ -178,6 +196,64 @@ func parseConfigAuditReport(obj *reportObject, budget reportBudget) ([]parsedRes
 			}
 		}
 		out = append(out, pr)
+	}
+	return disambiguate(out), nil
+}
+
+type exposedSecretReport struct {
+	Metadata trivyMeta `json:"metadata"`
+	Report   struct {
+		UpdateTimestamp string            `json:"updateTimestamp"`
+		Secrets         []json.RawMessage `json:"secrets"`
+	} `json:"report"`
+}
+
+type trivySecret struct {
+	Target   string `json:"target"`
+	RuleID   string `json:"ruleID"`
+	Title    string `json:"title"`
+	Category string `json:"category"`
+	Severity string `json:"severity"`
+}
+
+// parseExposedSecretReport emits one failing result per secret found in a container image; the rule is
+// "<container>/<file>". The masked match stays in the body only: it is the line around the secret, and an
+// edit of that line is not a change of the finding. Two secrets of one rule in one file are told apart by
+// their body (the CRD records no line number).
+func parseExposedSecretReport(obj *reportObject, budget reportBudget) ([]parsedResult, error) {
+	var rep exposedSecretReport
+	if err := json.Unmarshal(obj.raw, &rep); err != nil {
+		return nil, err
+	}
+	subject, container := trivySubject(obj, &rep.Metadata)
+	ts := parseRFC3339(rep.Report.UpdateTimestamp)
+
+	f := fanout{budget: budget}
+	if !f.addEntries(rep.Report.Secrets) {
+		return nil, f.err()
+	}
+	out := make([]parsedResult, 0, len(rep.Report.Secrets))
+	for i, raw := range rep.Report.Secrets {
+		var s trivySecret
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, fmt.Errorf("report.secrets[%d]: %w", i, err)
+		}
+		rule := s.Target
+		if container != "" {
+			rule = container + "/" + s.Target
+		}
+		out = append(out, parsedResult{body: wholeBody(raw), Result: policyresult.Result{
+			Source:    trivySource,
+			Policy:    s.RuleID,
+			Rule:      rule,
+			Category:  s.Category,
+			Severity:  policyresult.ParseSeverity(s.Severity),
+			Outcome:   policyresult.OutcomeFail,
+			Message:   firstNonEmpty(s.Title, s.RuleID),
+			Resource:  subject,
+			Report:    obj.report(),
+			Timestamp: ts,
+		}})
 	}
 	return disambiguate(out), nil
 }

@@ -22,6 +22,7 @@ var (
 	gvrVulnerabilityReports   = schema.GroupVersionResource{Group: "aquasecurity.github.io", Version: "v1alpha1", Resource: "vulnerabilityreports"}
 	gvrConfigAuditReports     = schema.GroupVersionResource{Group: "aquasecurity.github.io", Version: "v1alpha1", Resource: "configauditreports"}
 	gvrClusterConfigAuditReps = schema.GroupVersionResource{Group: "aquasecurity.github.io", Version: "v1alpha1", Resource: "clusterconfigauditreports"}
+	gvrExposedSecretReports   = schema.GroupVersionResource{Group: "aquasecurity.github.io", Version: "v1alpha1", Resource: "exposedsecretreports"}
 )
 
 // parserFixture reads one object from testdata/parsers and decodes it the way the receiver does.
@@ -145,7 +146,14 @@ func TestParseVulnerabilityReport(t *testing.T) {
 		t.Run(tt.file, func(t *testing.T) {
 			got, err := parseVulnerabilityReport(parserFixture(t, gvrVulnerabilityReports, tt.file), testBudget)
 			require.NoError(t, err)
-			assert.Equal(t, tt.want, parsedResults(got))
+			results := parsedResults(got)
+			for i := range results {
+				// The vulnerability fields are asserted by TestParseVulnerabilityReportFields and the golden files.
+				require.NotNil(t, results[i].Vulnerability)
+				assert.Equal(t, results[i].Policy, results[i].Vulnerability.ID)
+				results[i].Vulnerability = nil
+			}
+			assert.Equal(t, tt.want, results)
 			assertDistinctKeys(t, got...)
 		})
 	}
@@ -165,6 +173,19 @@ func TestParseVulnerabilityReportBodyIsTheEntry(t *testing.T) {
 	var entry map[string]any
 	require.NoError(t, json.Unmarshal(got[2].body.bytes(), &entry))
 	assert.Equal(t, "UNKNOWN", entry["severity"])
+}
+
+func TestParseVulnerabilityReportFields(t *testing.T) {
+	got, err := parseVulnerabilityReport(parserFixture(t, gvrVulnerabilityReports, "trivy/vulnerabilityreport.yaml"), testBudget)
+	require.NoError(t, err)
+	require.Len(t, got, 7)
+	score := 7.5
+	assert.Equal(t, &policyresult.Vulnerability{ID: "CVE-2024-0001", Score: &score, ScoreVersion: "3",
+		Reference: "https://avd.aquasec.com/nvd/cve-2024-0001", PackageName: "libssl3", PackageVersion: "3.0.11-1",
+		PackageFixedVersion: "3.0.13-1"}, got[0].Vulnerability)
+	// No score: no score version either.
+	assert.Nil(t, got[2].Vulnerability.Score)
+	assert.Empty(t, got[2].Vulnerability.ScoreVersion)
 }
 
 func TestParseVulnerabilityReportContainersDoNotCollide(t *testing.T) {
@@ -261,7 +282,7 @@ func TestParseConfigAuditReport(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			got, err := parseConfigAuditReport(parserFixture(t, tt.gvr, tt.file), testBudget)
+			got, err := parseTrivyChecks(parserFixture(t, tt.gvr, tt.file), testBudget)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, parsedResults(got))
 			assertDistinctKeys(t, got...)
@@ -270,7 +291,7 @@ func TestParseConfigAuditReport(t *testing.T) {
 }
 
 func TestParseConfigAuditReportBodyIsTheCheck(t *testing.T) {
-	got, err := parseConfigAuditReport(parserFixture(t, gvrConfigAuditReports, "trivy/configauditreport.yaml"), testBudget)
+	got, err := parseTrivyChecks(parserFixture(t, gvrConfigAuditReports, "trivy/configauditreport.yaml"), testBudget)
 	require.NoError(t, err)
 	require.Len(t, got, 7)
 	assert.JSONEq(t, `{
@@ -285,7 +306,7 @@ func TestParseTrivyMalformed(t *testing.T) {
 	_, err := parseVulnerabilityReport(parserFixture(t, gvrVulnerabilityReports, "trivy/vulnerabilityreport-malformed.yaml"), testBudget)
 	assert.ErrorContains(t, err, "report.vulnerabilities")
 
-	_, err = parseConfigAuditReport(parserFixture(t, gvrConfigAuditReports, "trivy/configauditreport-malformed.yaml"), testBudget)
+	_, err = parseTrivyChecks(parserFixture(t, gvrConfigAuditReports, "trivy/configauditreport-malformed.yaml"), testBudget)
 	assert.ErrorContains(t, err, "report.checks")
 
 	// One entry of the wrong type fails the report, naming the entry.
@@ -294,6 +315,12 @@ func TestParseTrivyMalformed(t *testing.T) {
 	require.NoError(t, err)
 	_, err = parseVulnerabilityReport(obj, testBudget)
 	assert.ErrorContains(t, err, "report.vulnerabilities[1]")
+
+	obj, err = decodeObject(gvrExposedSecretReports, []byte(`{"kind":"ExposedSecretReport","metadata":{"name":"x","namespace":"y"},
+		"report":{"secrets":[{"ruleID":"aws-access-key-id","target":"a"},{"ruleID":["github-pat"]}]}}`))
+	require.NoError(t, err)
+	_, err = parseExposedSecretReport(obj, testBudget)
+	assert.ErrorContains(t, err, "report.secrets[1]")
 }
 
 func TestParseTrivyMissingReport(t *testing.T) {
@@ -308,7 +335,13 @@ func TestParseTrivyMissingReport(t *testing.T) {
 		got, err := parseVulnerabilityReport(obj, testBudget)
 		require.NoError(t, err, raw)
 		assert.Empty(t, got, raw)
-		got, err = parseConfigAuditReport(obj, testBudget)
+		got, err = parseTrivyChecks(obj, testBudget)
+		require.NoError(t, err, raw)
+		assert.Empty(t, got, raw)
+		got, err = parseExposedSecretReport(obj, testBudget)
+		require.NoError(t, err, raw)
+		assert.Empty(t, got, raw)
+		got, err = parseClusterComplianceReport(obj, testBudget)
 		require.NoError(t, err, raw)
 		assert.Empty(t, got, raw)
 	}
