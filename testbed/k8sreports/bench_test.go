@@ -131,12 +131,32 @@ type setup struct {
 	name        string // the sub-benchmark's name
 	gomemlimit  string // GOMEMLIMIT of the collector, "" for the Go runtime's default
 	memoryQueue bool   // the exporter's queue in memory instead of on file_storage
+	bin         string // the collector binary, when not the one collectortest.Binary names
 }
 
 // setups are the three configurations of testbed/results: the default config's persistent queue with the Go
 // runtime's defaults, with the documented GOMEMLIMIT, and an in-memory queue (the receiver without the queue's
 // memory-mapped file). BENCH_GOMEMLIMIT and/or BENCH_QUEUE=memory select one setup of their own instead.
+//
+// BENCH_COMPARE_BIN names a second collector binary (of another commit, say): every setup then also runs with it,
+// as "<setup>_compare", right after the setup's own run against the same API server and reports. Medians of
+// separate runs drift by more than a refactor's effect on this shared machine; alternating runs do not.
 func setups() []setup {
+	base := baseSetups()
+	compare := os.Getenv("BENCH_COMPARE_BIN")
+	if compare == "" {
+		return base
+	}
+	var both []setup
+	for _, s := range base {
+		c := s
+		c.name, c.bin = s.name+"_compare", compare
+		both = append(both, s, c)
+	}
+	return both
+}
+
+func baseSetups() []setup {
 	limit, queue := os.Getenv("BENCH_GOMEMLIMIT"), os.Getenv("BENCH_QUEUE")
 	if limit == "" && queue == "" {
 		return []setup{
@@ -208,6 +228,9 @@ func BenchmarkK8sReports(b *testing.B) {
 // the bursts against this API server: each writes a message of its own, so that every burst changes every
 // result it touches, also in a second and third run.
 func runOnce(b *testing.B, cluster *k8stest.Cluster, dc dynamic.Interface, total int, s setup, run, round int) {
+	if s.bin != "" {
+		b.Setenv(collectortest.BinaryEnv, s.bin)
+	}
 	dir := b.TempDir()
 	metricsPort, pprofPort := collectortest.FreePort(b), collectortest.FreePort(b)
 	cfg := fmt.Sprintf(`
