@@ -20,10 +20,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/util/strategicpatch"
-	"k8s.io/client-go/dynamic"
-	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/kubernetes/scheme"
-	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/yaml"
 
 	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
@@ -380,16 +377,7 @@ func TestKubernetesGatekeeperSidecarOnAPIServer(t *testing.T) {
 			cluster.InstallCRDs(t, path)
 		}
 	}
-	e := &kubeEnv{cluster: cluster, objs: objs, warn: &warnings{}}
-	cfg := cluster.Config(k8stest.AdminToken)
-	cfg.WarningHandler = e.warn
-	e.dc, err = dynamic.NewForConfig(cfg)
-	require.NoError(t, err)
-	e.cs, err = kubernetes.NewForConfig(cfg)
-	require.NoError(t, err)
-	groups, err := restmapper.GetAPIGroupResources(e.cs.Discovery())
-	require.NoError(t, err)
-	e.mapper = restmapper.NewDiscoveryRESTMapper(groups)
+	e := newKubeEnv(t, cluster, objs)
 
 	ns := find(t, objs, "Namespace", "", gatekeeperNS)
 	assert.Equal(t, "restricted", ns.GetLabels()["pod-security.kubernetes.io/enforce"], "Gatekeeper's namespace")

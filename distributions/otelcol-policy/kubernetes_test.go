@@ -453,6 +453,23 @@ type kubeEnv struct {
 	warn    *warnings
 }
 
+// newKubeEnv is the clients of the cluster for objs, as the admin, with the API server's warnings collected.
+func newKubeEnv(t *testing.T, cluster *k8stest.Cluster, objs []*unstructured.Unstructured) *kubeEnv {
+	t.Helper()
+	e := &kubeEnv{cluster: cluster, objs: objs, warn: &warnings{}}
+	cfg := cluster.Config(k8stest.AdminToken)
+	cfg.WarningHandler = e.warn
+	var err error
+	e.dc, err = dynamic.NewForConfig(cfg)
+	require.NoError(t, err)
+	e.cs, err = kubernetes.NewForConfig(cfg)
+	require.NoError(t, err)
+	groups, err := restmapper.GetAPIGroupResources(e.cs.Discovery())
+	require.NoError(t, err)
+	e.mapper = restmapper.NewDiscoveryRESTMapper(groups)
+	return e
+}
+
 func ctxFor(t *testing.T) context.Context {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	t.Cleanup(cancel)
@@ -491,16 +508,7 @@ func startKubeEnv(t *testing.T) *kubeEnv {
 	for _, p := range crds {
 		cluster.InstallCRDs(t, p)
 	}
-	e := &kubeEnv{cluster: cluster, objs: kustomize(t, kubernetesDir(t)), warn: &warnings{}}
-	cfg := cluster.Config(k8stest.AdminToken)
-	cfg.WarningHandler = e.warn
-	e.dc, err = dynamic.NewForConfig(cfg)
-	require.NoError(t, err)
-	e.cs, err = kubernetes.NewForConfig(cfg)
-	require.NoError(t, err)
-	groups, err := restmapper.GetAPIGroupResources(e.cs.Discovery())
-	require.NoError(t, err)
-	e.mapper = restmapper.NewDiscoveryRESTMapper(groups)
+	e := newKubeEnv(t, cluster, kustomize(t, kubernetesDir(t)))
 
 	// The Namespaces for real, then every object with server-side dry-run.
 	for _, o := range e.objs {
