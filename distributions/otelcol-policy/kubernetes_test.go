@@ -637,7 +637,7 @@ func testRBAC(t *testing.T, e *kubeEnv) {
 		}
 		require.Equal(t, max(len(k.resources), 1), n, "%s: the test CRDs serve the receiver's resources", gv)
 	}
-	require.Len(t, reports, 19)
+	require.Len(t, reports, 21)
 
 	e.cluster.CreateNamespace(t, "shop")
 	for _, r := range reports {

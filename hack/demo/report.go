@@ -373,7 +373,7 @@ func byLine(m map[string]int, order ...string) string {
 	return strings.Join(parts, ", ")
 }
 
-var events = []string{policyresult.EventResult, policyresult.EventDecision, policyresult.EventSummary}
+var events = []string{policyresult.EventResult, policyresult.EventScan, policyresult.EventDecision, policyresult.EventSummary}
 
 func truncate(s string, n int) string {
 	if len(s) > n {

@@ -63,11 +63,13 @@ const (
 	EventResult   = "policy.result"
 	EventDecision = "policy.decision"
 	EventSummary  = "policy.summary"
+	// EventScan is a completed run of a compliance scan (Result.Scan).
+	EventScan = "policy.scan"
 )
 
 // IdentityAttribute is the attribute that identifies a record of event among the records of that event, for
 // stores keeping the latest record of each (a compacted Kafka topic, an upsert table): the key of a result or
-// a summary, the ID of a decision. "" for other events.
+// a summary or a scan, the ID of a decision. "" for other events.
 func IdentityAttribute(event string) string {
 	switch event {
 	case EventResult:
@@ -76,6 +78,8 @@ func IdentityAttribute(event string) string {
 		return AttrDecisionID
 	case EventSummary:
 		return AttrSummaryKey
+	case EventScan:
+		return AttrScanKey
 	}
 	return ""
 }

@@ -112,11 +112,7 @@ func WriteDecisionLogRecord(d *Decision, lr plog.LogRecord) {
 	putNonEmpty(attrs, AttrDecisionAction, string(d.Action))
 	if len(d.Messages) > 0 {
 		attrs.PutStr(AttrMessage, d.Messages[0])
-		ms := attrs.PutEmptySlice(AttrDecisionMessages)
-		ms.EnsureCapacity(len(d.Messages))
-		for _, m := range d.Messages {
-			ms.AppendEmpty().SetStr(m)
-		}
+		putStrings(attrs, AttrDecisionMessages, d.Messages)
 	}
 	putNonEmpty(attrs, AttrDecisionOperation, d.Operation)
 	putNonEmpty(attrs, AttrDecisionUser, d.User)

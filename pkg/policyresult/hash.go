@@ -109,10 +109,15 @@ func (r *Result) appendIdentity(b []byte) []byte {
 	return AppendField(b, r.Resource.UID)
 }
 
-// appendOutcome serialises what the ID adds to the identity.
+// appendOutcome serialises what the ID adds to the identity: for a scan run, the run as well.
 func (r *Result) appendOutcome(b []byte) []byte {
 	b = AppendField(b, string(r.Outcome))
-	return AppendField(b, r.Message)
+	b = AppendField(b, r.Message)
+	if r.Scan != nil {
+		b = AppendField(b, "run")
+		b = AppendField(b, r.Scan.Run)
+	}
+	return b
 }
 
 // AppendField appends s length-prefixed (a uvarint of its length, then its bytes), so that ("ab", "c") and

@@ -19,7 +19,7 @@ func WriteResource(res pcommon.Resource, cluster string) {
 	}
 }
 
-// WriteLogRecord writes r into lr as a policy.result record: event name, severity, timestamp and every
+// WriteLogRecord writes r into lr as a policy.result record (a policy.scan record when r.Scan is set): event name, severity, timestamp and every
 // attribute of the model, including the computed key and ID. Empty optional fields are left out rather than
 // written as empty strings. The body is the caller's: receivers put the source's own result there.
 func WriteLogRecord(r *Result, lr plog.LogRecord) { WriteHashedLogRecord(r, r.Hashes(), lr) }
@@ -27,6 +27,10 @@ func WriteLogRecord(r *Result, lr plog.LogRecord) { WriteHashedLogRecord(r, r.Ha
 // WriteHashedLogRecord is WriteLogRecord with r's key and ID computed before (r.Hashes()), by a component that
 // keeps them anyway: a result is hashed once on its way through.
 func WriteHashedLogRecord(r *Result, h Hashes, lr plog.LogRecord) {
+	if r.Scan != nil {
+		writeScanRecord(r, h, lr)
+		return
+	}
 	n := 20
 	if r.Vulnerability != nil {
 		n += 9
@@ -121,6 +125,15 @@ func writeEvent(lr plog.LogRecord, event string, sev plog.SeverityNumber, ts tim
 	return attrs
 }
 
+// putStrings writes values as a string slice attribute.
+func putStrings(attrs pcommon.Map, name string, values []string) {
+	s := attrs.PutEmptySlice(name)
+	s.EnsureCapacity(len(values))
+	for _, v := range values {
+		s.AppendEmpty().SetStr(v)
+	}
+}
+
 func putNonEmpty(attrs pcommon.Map, name, value string) {
 	if value != "" {
 		attrs.PutStr(name, value)
@@ -170,15 +183,10 @@ func ReadLogRecord(res pcommon.Resource, lr plog.LogRecord) (Result, error) {
 		r.Scored = &scored
 	}
 
-	if n, ok := attrs.Get(AttrFailedChecks); ok {
-		if n.Type() != pcommon.ValueTypeInt {
-			return Result{}, fmt.Errorf("attribute %s: want an int, got %s", AttrFailedChecks, n.Type())
-		}
-		failed := n.Int()
-		r.FailedChecks = &failed
-	}
-
 	var err error
+	if r.FailedChecks, err = optionalInt(attrs, AttrFailedChecks); err != nil {
+		return Result{}, err
+	}
 	if r.Vulnerability, err = readVulnerability(attrs); err != nil {
 		return Result{}, err
 	}

@@ -21,6 +21,17 @@ func newRecord(t *testing.T, r Result) plog.Logs {
 	return ld
 }
 
+// throughTheWire is ld after OTLP's protobuf encoding and decoding: what an exporter sends is what a receiver
+// reads back.
+func throughTheWire(t *testing.T, ld plog.Logs) plog.Logs {
+	t.Helper()
+	raw, err := (&plog.ProtoMarshaler{}).MarshalLogs(ld)
+	require.NoError(t, err)
+	ld, err = (&plog.ProtoUnmarshaler{}).UnmarshalLogs(raw)
+	require.NoError(t, err)
+	return ld
+}
+
 func firstRecord(ld plog.Logs) plog.LogRecord {
 	return ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().At(0)
 }
@@ -124,12 +135,7 @@ func TestRoundTrip(t *testing.T) {
 			Resource: Resource{APIVersion: "apps/v1", Kind: "ReplicaSet", Namespace: "kube-system", Name: "coredns-5d78c9869d"}},
 	} {
 		t.Run(name, func(t *testing.T) {
-			ld := newRecord(t, r)
-			// Through the wire format too: what an exporter sends is what a receiver reads back.
-			raw, err := (&plog.ProtoMarshaler{}).MarshalLogs(ld)
-			require.NoError(t, err)
-			ld, err = (&plog.ProtoUnmarshaler{}).UnmarshalLogs(raw)
-			require.NoError(t, err)
+			ld := throughTheWire(t, newRecord(t, r))
 
 			got, err := ReadLogRecord(ld.ResourceLogs().At(0).Resource(), firstRecord(ld))
 			require.NoError(t, err)

@@ -53,6 +53,9 @@ type Result struct {
 	// FailedChecks is the number of failing checks behind a result that aggregates checks (a compliance
 	// control); nil when the result is not such an aggregate or the source did not evaluate it.
 	FailedChecks *int64
+	// Scan makes the result a completed run of a scan, written as a policy.scan record. Its Run is part of the
+	// ID, so each run has an ID of its own.
+	Scan *ScanRun
 }
 
 // Vulnerability is a scanner's finding about one package. Empty fields are unknown to the scanner.

@@ -87,6 +87,9 @@ type KindsConfig struct {
 	ComplianceCheckResults bool `mapstructure:"compliance_check_results"`
 	// ComplianceRemediations: compliance.openshift.io/v1alpha1 ComplianceRemediation.
 	ComplianceRemediations bool `mapstructure:"compliance_remediations"`
+	// ComplianceScans: compliance.openshift.io/v1alpha1 ComplianceScan and ComplianceSuite, one policy.scan
+	// record per completed run.
+	ComplianceScans bool `mapstructure:"compliance_scans"`
 	// VulnerabilityReports: aquasecurity.github.io/v1alpha1 VulnerabilityReport and ClusterVulnerabilityReport.
 	VulnerabilityReports bool `mapstructure:"vulnerability_reports"`
 	// ConfigAuditReports: aquasecurity.github.io/v1alpha1 ConfigAuditReport and ClusterConfigAuditReport.

@@ -197,6 +197,9 @@ func (r *reportsReceiver) commit(ctx context.Context, b *batch) *batchItem {
 	for _, p := range b.parts {
 		it := p.item
 		for j := p.from; j < p.to; j++ {
+			if it.records[j].Scan != nil {
+				continue // a scan run, not a result
+			}
 			switch it.records[j].State {
 			case policyresult.StateNew:
 				byState[0]++

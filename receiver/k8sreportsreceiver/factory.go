@@ -26,7 +26,8 @@ func createDefaultConfig() component.Config {
 		APIConfig:   k8sclient.APIConfig{AuthType: k8sclient.AuthTypeServiceAccount},
 		InitialSync: InitialSyncAll,
 		Kinds: KindsConfig{
-			PolicyReports: true, OpenReports: true, ComplianceCheckResults: true,
+			PolicyReports: true, OpenReports: true,
+			ComplianceCheckResults: true, ComplianceRemediations: true, ComplianceScans: true,
 			VulnerabilityReports: true, ConfigAuditReports: true, ExposedSecretReports: true,
 			RbacAssessmentReports: true, InfraAssessmentReports: true, ClusterComplianceReports: true,
 			GatekeeperConstraints: true,

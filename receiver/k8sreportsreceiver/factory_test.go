@@ -24,14 +24,16 @@ func TestNewFactory(t *testing.T) {
 	assert.Equal(t, component.StabilityLevelAlpha, f.LogsStability())
 }
 
-// The defaults run in a cluster as they are: the pod's service account, every report kind, a full first sync.
+// The defaults run in a cluster as they are: the pod's service account, every report kind but Kyverno's
+// intermediate EphemeralReports, a full first sync.
 func TestCreateDefaultConfigIsValid(t *testing.T) {
 	cfg := NewFactory().CreateDefaultConfig().(*Config)
 	assert.NoError(t, cfg.Validate())
 	assert.Equal(t, k8sclient.AuthTypeServiceAccount, cfg.AuthType)
 	assert.Equal(t, InitialSyncAll, cfg.InitialSync)
 	assert.Equal(t, KindsConfig{
-		PolicyReports: true, OpenReports: true, ComplianceCheckResults: true,
+		PolicyReports: true, OpenReports: true,
+		ComplianceCheckResults: true, ComplianceRemediations: true, ComplianceScans: true,
 		VulnerabilityReports: true, ConfigAuditReports: true, ExposedSecretReports: true,
 		RbacAssessmentReports: true, InfraAssessmentReports: true, ClusterComplianceReports: true,
 		GatekeeperConstraints: true,

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -188,7 +189,11 @@ func (tr *testReceiver) records() []record {
 			for _, sl := range rl.ScopeLogs().All() {
 				require.Equal(tr.t, metadata.ScopeName, sl.Scope().Name())
 				for _, lr := range sl.LogRecords().All() {
-					r, err := policyresult.ReadLogRecord(rl.Resource(), lr)
+					read := policyresult.ReadLogRecord
+					if policyresult.EventName(lr) == policyresult.EventScan {
+						read = policyresult.ReadScanRecord
+					}
+					r, err := read(rl.Resource(), lr)
 					require.NoError(tr.t, err)
 					rec := record{Result: r}
 					if lr.Body().Type() == pcommon.ValueTypeMap {
@@ -296,6 +301,16 @@ func describe(recs []record) string {
 
 // summary is a compact form of a record for exact comparisons.
 func summary(r record) string {
+	if s := r.Scan; s != nil {
+		run := ""
+		if s.Index != nil {
+			run = " run " + strconv.FormatInt(*s.Index, 10)
+		}
+		if s.Scans != nil {
+			run = " of " + strconv.FormatInt(s.Scans.Total, 10) + " scans"
+		}
+		return fmt.Sprintf("scan %s %s%s -> %s", r.Source, r.Policy, run, r.Outcome)
+	}
 	return fmt.Sprintf("%s %s %s/%s %s/%s/%s -> %s", r.State, r.Source, r.Policy, r.Rule, r.Resource.Kind, r.Resource.Namespace, r.Resource.Name, r.Outcome)
 }
 

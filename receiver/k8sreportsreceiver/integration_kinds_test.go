@@ -4,9 +4,11 @@
 package k8sreportsreceiver
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
@@ -89,6 +91,31 @@ status: {applicationState: Applied}`,
 	created:      []string{"changed compliance-operator ocp4-cis/ocp4-cis-api-server-encryption-provider-cipher APIServer//cluster -> warn"},
 	updated:      []string{"changed compliance-operator ocp4-cis/ocp4-cis-api-server-encryption-provider-cipher APIServer//cluster -> pass"},
 	resolved:     []string{"resolved compliance-operator ocp4-cis/ocp4-cis-api-server-encryption-provider-cipher APIServer//cluster -> pass"},
+}, {
+	// The scan is created by its suite without a status; the record comes with the completed run, the next
+	// run gives the next record, and deleting the scan resolves nothing.
+	name: "compliance_scans", crds: "compliance.openshift.io", kinds: KindsConfig{ComplianceScans: true},
+	gvr:     schema.GroupVersionResource{Group: "compliance.openshift.io", Version: "v1alpha1", Resource: "compliancescans"},
+	status:  true,
+	create:  fmt.Sprintf(complianceScanRun, 0, "2026-11-20T01:00:03Z", "2026-11-20T01:04:41Z"),
+	update:  fmt.Sprintf(complianceScanRun, 1, "2026-11-21T01:00:02Z", "2026-11-21T01:04:40Z"),
+	created: []string{"scan compliance-operator ocp4-cis-node-worker run 0 -> fail"},
+	updated: []string{"scan compliance-operator ocp4-cis-node-worker run 1 -> fail"},
+	inspect: func(t *testing.T, created []record) {
+		s := created[0].Scan
+		assert.Equal(t, []string{"xccdf_org.ssgproject.content_profile_cis-node"}, s.Profiles)
+		assert.Equal(t, "cis-compliance", s.Suite)
+		assert.Equal(t, int64(112), *s.Checks)
+		assert.Equal(t, policyresult.Report{Kind: "ComplianceScan", Namespace: "shop", Name: "ocp4-cis-node-worker"}, created[0].Report)
+	},
+}, {
+	name: "compliance_suites", crds: "compliance.openshift.io", kinds: KindsConfig{ComplianceScans: true},
+	gvr:     schema.GroupVersionResource{Group: "compliance.openshift.io", Version: "v1alpha1", Resource: "compliancesuites"},
+	status:  true,
+	create:  fmt.Sprintf(complianceSuiteRun, "COMPLIANT", "", 0, "2026-11-20T01:03:10Z"),
+	update:  fmt.Sprintf(complianceSuiteRun, "ERROR", "Timeout while waiting for the scan pod to be finished.", 1, "2026-11-21T01:30:00Z"),
+	created: []string{"scan compliance-operator cis-compliance of 1 scans -> pass"},
+	updated: []string{"scan compliance-operator cis-compliance of 1 scans -> error"},
 }, {
 	name: "ephemeral_reports", crds: "reports.kyverno.io", kinds: KindsConfig{EphemeralReports: true},
 	gvr: schema.GroupVersionResource{Group: "reports.kyverno.io", Version: "v1", Resource: "ephemeralreports"},
@@ -482,6 +509,31 @@ status:
 	},
 }}
 
+// complianceScanRun is a ComplianceScan with one completed run: its index, start and end.
+const complianceScanRun = `
+apiVersion: compliance.openshift.io/v1alpha1
+kind: ComplianceScan
+metadata:
+  name: ocp4-cis-node-worker
+  namespace: shop
+  labels: {compliance.openshift.io/suite: cis-compliance}
+  annotations: {compliance.openshift.io/check-count: "112"}
+spec: {scanType: Node, profile: xccdf_org.ssgproject.content_profile_cis-node, content: ssg-ocp4-ds.xml}
+status: {phase: DONE, result: NON-COMPLIANT, currentIndex: %d, startTimestamp: %q, endTimestamp: %q}`
+
+// complianceSuiteRun is a ComplianceSuite of one scan with one completed run: the result (the suite's and the
+// scan's), the error message, the scan's index and end.
+const complianceSuiteRun = `
+apiVersion: compliance.openshift.io/v1alpha1
+kind: ComplianceSuite
+metadata: {name: cis-compliance, namespace: shop}
+spec: {scans: [{name: ocp4-cis, scanType: Platform, profile: xccdf_org.ssgproject.content_profile_cis}]}
+status:
+  phase: DONE
+  result: %[1]s
+  errorMessage: %[2]q
+  scanStatuses: [{name: ocp4-cis, phase: DONE, result: %[1]s, currentIndex: %[3]d, endTimestamp: %[4]q}]`
+
 func trivyGVR(resource string) schema.GroupVersionResource {
 	return schema.GroupVersionResource{Group: "aquasecurity.github.io", Version: "v1alpha1", Resource: resource}
 }
@@ -517,7 +569,7 @@ func TestEveryKindCreateUpdateDelete(t *testing.T) {
 			kc.apply(t, tr, kc.update, nil)
 			assert.Equal(t, kc.updated, summaries(tr.waitRecords(len(kc.updated))), "update")
 			kc.delete(t)
-			assert.Equal(t, kc.resolved, summaries(tr.waitRecords(len(kc.resolved))), "delete")
+			kc.waitResolved(t, tr, "delete")
 		})
 	}
 }
@@ -548,7 +600,7 @@ func TestEveryKindRestartWithStorage(t *testing.T) {
 
 			kc.delete(t)
 			tr = start()
-			assert.Equal(t, kc.resolved, summaries(tr.waitRecords(len(kc.resolved))), "deleted while down")
+			kc.waitResolved(t, tr, "deleted while down")
 		})
 	}
 }
@@ -565,6 +617,24 @@ func (kc *kindCase) apply(t *testing.T, tr *testReceiver, yml string, before []s
 	if kc.status {
 		cluster.ApplyStatus(t, kc.gvr, obj)
 	}
+}
+
+// waitResolved waits for the records of the deletion. When there are none, it creates an object of the same
+// resource that emits nothing (the case's object without its status) and checks that nothing arrived once the
+// receiver handed that object over, which it does after the deletion.
+func (kc *kindCase) waitResolved(t *testing.T, tr *testReceiver, msg string) {
+	t.Helper()
+	if len(kc.resolved) > 0 {
+		assert.Equal(t, kc.resolved, summaries(tr.waitRecords(len(kc.resolved))), msg)
+		return
+	}
+	require.True(t, kc.status, "a marker without records needs a kind whose records come with the status")
+	marker := object(t, kc.create)
+	marker.SetName("marker")
+	delete(marker.Object, "status")
+	cluster.Apply(t, kc.gvr, marker)
+	t.Cleanup(func() { cluster.Delete(t, kc.gvr, marker.GetNamespace(), "marker") })
+	tr.quietAfter(seenVersion{kc.gvr, currentRV(t, kc.gvr, marker.GetNamespace(), "marker")})
 }
 
 func (kc *kindCase) delete(t *testing.T) {

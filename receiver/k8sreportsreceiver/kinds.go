@@ -47,6 +47,8 @@ func enabledKinds(c KindsConfig) []reportKind {
 		[]string{"compliancecheckresults"}, parseComplianceCheckResult})
 	add(c.ComplianceRemediations, reportKind{"compliance_remediations", schema.GroupVersion{Group: "compliance.openshift.io", Version: "v1alpha1"},
 		[]string{"complianceremediations"}, parseComplianceRemediation})
+	add(c.ComplianceScans, reportKind{"compliance_scans", schema.GroupVersion{Group: "compliance.openshift.io", Version: "v1alpha1"},
+		[]string{"compliancescans", "compliancesuites"}, parseComplianceScan})
 	// trivy-operator. SbomReport and ClusterSbomReport are left out: they are inventories (a CycloneDX BOM),
 	// with no finding, outcome or severity.
 	add(c.VulnerabilityReports, reportKind{"vulnerability_reports", schema.GroupVersion{Group: "aquasecurity.github.io", Version: "v1alpha1"},

@@ -37,13 +37,22 @@ type goldenResult struct {
 	Timestamp                      time.Time
 	Vulnerability                  *policyresult.Vulnerability `json:",omitempty"`
 	FailedChecks                   *int64                      `json:",omitempty"`
+	Scan                           *policyresult.ScanRun       `json:",omitempty"`
 	Body                           json.RawMessage
 }
 
 type goldenOutput struct {
 	Results []goldenResult `json:",omitempty"`
-	Error   string         `json:",omitempty"`
+	// Partial: results missing from this version are kept, not resolved.
+	Partial bool   `json:",omitempty"`
+	Error   string `json:",omitempty"`
 }
+
+// allKinds switches every kind on.
+var allKinds = KindsConfig{PolicyReports: true, OpenReports: true, EphemeralReports: true, ComplianceCheckResults: true,
+	ComplianceRemediations: true, ComplianceScans: true, VulnerabilityReports: true, ConfigAuditReports: true,
+	ExposedSecretReports: true, RbacAssessmentReports: true, InfraAssessmentReports: true,
+	ClusterComplianceReports: true, GatekeeperConstraints: true}
 
 // parserOf finds the parser the receiver uses for an object of this apiVersion and kind, and the resource it
 // is served as.
@@ -52,11 +61,7 @@ func parserOf(t *testing.T, apiVersion, kind string) (schema.GroupVersionResourc
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	require.NoError(t, err)
 	gvr := gv.WithResource(strings.ToLower(kind) + "s")
-	all := KindsConfig{PolicyReports: true, OpenReports: true, EphemeralReports: true, ComplianceCheckResults: true,
-		ComplianceRemediations: true, VulnerabilityReports: true, ConfigAuditReports: true, ExposedSecretReports: true,
-		RbacAssessmentReports: true, InfraAssessmentReports: true, ClusterComplianceReports: true,
-		GatekeeperConstraints: true}
-	for _, k := range enabledKinds(all) {
+	for _, k := range enabledKinds(allKinds) {
 		if k.groupVersion == gv && k.wants(gvr.Resource) {
 			return gvr, k.parse
 		}
@@ -89,13 +94,14 @@ func TestParsersGolden(t *testing.T) {
 			if err != nil {
 				out.Error = err.Error()
 			}
+			out.Partial = obj.partial
 			assertDistinctKeys(t, results...)
 			for i := range results {
 				r := &results[i]
 				g := goldenResult{Key: r.Key(), ID: r.ID(), Source: r.Source, Policy: r.Policy, Rule: r.Rule,
 					Category: r.Category, Severity: r.Severity, Outcome: r.Outcome, Scored: r.Scored, Message: r.Message,
 					Resource: r.Resource, Report: r.Report, Timestamp: r.Timestamp,
-					Vulnerability: r.Vulnerability, FailedChecks: r.FailedChecks}
+					Vulnerability: r.Vulnerability, FailedChecks: r.FailedChecks, Scan: r.Scan}
 				if !r.body.isZero() {
 					g.Body = r.body.bytes()
 				}

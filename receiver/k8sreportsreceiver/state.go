@@ -68,6 +68,8 @@ type ruleIdentity struct {
 	Source, Policy, Rule, Category string
 	Severity                       policyresult.Severity
 	Scored                         int8 // -1 unknown, 0 false, 1 true
+	// Scan: the result is a scan run (policy.scan), which a later run replaces and nothing resolves.
+	Scan bool
 }
 
 type storedResult struct {
@@ -118,7 +120,7 @@ func (b *stateBuilder) add(r *policyresult.Result, h policyresult.Hashes) {
 	b.state.results = append(b.state.results, storedResult{
 		hashes: h, outcome: r.Outcome, subject: b.subjectIndex(r.Resource),
 		identity: unique.Make(ruleIdentity{Source: r.Source, Policy: r.Policy, Rule: r.Rule, Category: r.Category,
-			Severity: r.Severity, Scored: scoredOf(r.Scored)}),
+			Severity: r.Severity, Scored: scoredOf(r.Scored), Scan: r.Scan != nil}),
 	})
 }
 
@@ -137,6 +139,9 @@ func (e *emittedReport) result(i int, cluster string) policyresult.Result {
 	if s.subject >= 0 {
 		r.Resource = e.subjects[s.subject]
 	}
+	if id.Scan {
+		r.Scan = &policyresult.ScanRun{}
+	}
 	return r
 }
 
@@ -151,7 +156,7 @@ type outRecord struct {
 // diff compares a report's new results with what was emitted for it. It returns the records to emit (new and
 // changed results, and resolved ones when emitResolved) and the state to remember once they are accepted.
 // deleted means the report is gone (the state is then nil); partial that results missing from next are kept
-// rather than resolved.
+// rather than resolved. A scan run is never resolved: it is an event that happened, replaced by the next run.
 func diff(prev *emittedReport, next []parsedResult, deleted, partial, emitResolved bool, cluster string) ([]outRecord, *emittedReport) {
 	var prevByKey map[policyresult.Hash]int
 	if prev != nil {
@@ -201,7 +206,7 @@ func diff(prev *emittedReport, next []parsedResult, deleted, partial, emitResolv
 	if emitResolved && prev != nil {
 		// Keep the source's order for resolved records too, so the output is deterministic.
 		for i := range prev.results {
-			if _, gone := prevByKey[prev.results[i].hashes.Key]; gone {
+			if _, gone := prevByKey[prev.results[i].hashes.Key]; gone && !prev.results[i].identity.Value().Scan {
 				r := &parsedResult{Result: prev.result(i, cluster)}
 				r.State = policyresult.StateResolved
 				// A resolved record's ID is that of the last outcome without its message, which the state does not
@@ -250,6 +255,7 @@ type wireStoredResult struct {
 	Category string            `json:"c,omitempty"`
 	Severity string            `json:"sv,omitempty"`
 	Scored   int8              `json:"sc"`
+	Scan     bool              `json:"sn,omitempty"`
 	Outcome  string            `json:"o,omitempty"`
 	Subject  int32             `json:"x"`
 }
@@ -270,7 +276,7 @@ func (e *emittedReport) MarshalJSON() ([]byte, error) {
 		w.Results = append(w.Results, wireStoredResult{
 			Key: r.hashes.Key, ID: r.hashes.ID,
 			Source: id.Source, Policy: id.Policy, Rule: id.Rule, Category: id.Category, Severity: string(id.Severity),
-			Scored: id.Scored, Outcome: string(r.outcome), Subject: r.subject,
+			Scored: id.Scored, Scan: id.Scan, Outcome: string(r.outcome), Subject: r.subject,
 		})
 	}
 	return json.Marshal(w)
@@ -298,7 +304,7 @@ func (e *emittedReport) UnmarshalJSON(b []byte) error {
 		e.results[i] = storedResult{
 			hashes: policyresult.Hashes{Key: r.Key, ID: r.ID}, outcome: policyresult.Outcome(r.Outcome), subject: r.Subject,
 			identity: unique.Make(ruleIdentity{Source: r.Source, Policy: r.Policy, Rule: r.Rule, Category: r.Category,
-				Severity: policyresult.Severity(r.Severity), Scored: r.Scored}),
+				Severity: policyresult.Severity(r.Severity), Scored: r.Scored, Scan: r.Scan}),
 		}
 	}
 	return nil
