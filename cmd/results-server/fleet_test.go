@@ -28,6 +28,24 @@ import (
 // fleetDB forwards the results of two clusters, through a real gRPC server, into a new SQLite database.
 func fleetDB(t *testing.T) string {
 	t.Helper()
+	result := func(cluster, source, policy, ns, name string, o policyresult.Outcome, sev policyresult.Severity, msg string) *pb.Result {
+		r := policyresult.Result{Cluster: cluster, Source: source, Policy: policy, Rule: "check", Outcome: o,
+			Severity: sev, Message: msg, State: policyresult.StateNew,
+			Resource: policyresult.Resource{APIVersion: "v1", Kind: "Pod", Namespace: ns, Name: name}}
+		return resultsapi.FromResult(&r)
+	}
+	return forwardDB(t,
+		result("east", "kyverno", "require-labels", "shop", "cart", policyresult.OutcomeFail, policyresult.SeverityHigh, "label team\nmissing"),
+		result("east", "kyverno", "require-labels", "shop", "web", policyresult.OutcomePass, "", ""),
+		result("east", "kyverno", "disallow-latest", "billing", "api", policyresult.OutcomeError, "", "evaluation failed"),
+		result("west", "trivy", "CVE-2026-1234", "shop", "cart", policyresult.OutcomeFail, policyresult.SeverityCritical, "openssl is vulnerable"),
+		result("west", "kyverno", "require-labels", "shop", "cart", policyresult.OutcomeSkip, "", ""),
+	)
+}
+
+// forwardDB forwards results, through a real gRPC server, into a new SQLite database.
+func forwardDB(t *testing.T, results ...*pb.Result) string {
+	t.Helper()
 	dsn := "sqlite://" + filepath.Join(t.TempDir(), "results.db")
 	srv, err := resultsserver.Open(context.Background(), resultsserver.Config{DB: dsn})
 	require.NoError(t, err)
@@ -41,23 +59,11 @@ func fleetDB(t *testing.T) string {
 	require.NoError(t, err)
 	defer conn.Close()
 
-	result := func(cluster, source, policy, ns, name string, o policyresult.Outcome, sev policyresult.Severity, msg string) *pb.Result {
-		r := policyresult.Result{Cluster: cluster, Source: source, Policy: policy, Rule: "check", Outcome: o,
-			Severity: sev, Message: msg, State: policyresult.StateNew,
-			Resource: policyresult.Resource{APIVersion: "v1", Kind: "Pod", Namespace: ns, Name: name}}
-		return resultsapi.FromResult(&r)
-	}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	resp, err := pb.NewResultForwarderClient(conn).Forward(ctx, &pb.ForwardRequest{Results: []*pb.Result{
-		result("east", "kyverno", "require-labels", "shop", "cart", policyresult.OutcomeFail, policyresult.SeverityHigh, "label team\nmissing"),
-		result("east", "kyverno", "require-labels", "shop", "web", policyresult.OutcomePass, "", ""),
-		result("east", "kyverno", "disallow-latest", "billing", "api", policyresult.OutcomeError, "", "evaluation failed"),
-		result("west", "trivy", "CVE-2026-1234", "shop", "cart", policyresult.OutcomeFail, policyresult.SeverityCritical, "openssl is vulnerable"),
-		result("west", "kyverno", "require-labels", "shop", "cart", policyresult.OutcomeSkip, "", ""),
-	}})
+	resp, err := pb.NewResultForwarderClient(conn).Forward(ctx, &pb.ForwardRequest{Results: results})
 	require.NoError(t, err)
-	require.Equal(t, uint32(5), resp.GetAccepted())
+	require.Equal(t, uint32(len(results)), resp.GetAccepted()) //nolint:gosec // G115: a test's handful of results
 	return dsn
 }
 
