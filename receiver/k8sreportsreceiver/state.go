@@ -67,10 +67,16 @@ func (e *emittedReport) refusing(rv string, size reportSize) *emittedReport {
 type ruleIdentity struct {
 	Source, Policy, Rule, Category string
 	Severity                       policyresult.Severity
-	Scored                         int8 // -1 unknown, 0 false, 1 true
-	// Scan: the result is a scan run (policy.scan), which a later run replaces and nothing resolves.
-	Scan bool
+	// Scored is -1 unknown, 0 false, 1 true, or scoredScanRun.
+	Scored int8
 }
+
+// scoredScanRun marks a result that is a scan run (policy.scan), which has no score, is replaced by the next
+// run and is never resolved. It is a value of Scored rather than a field of its own because every result of
+// every report stores and persists its identity, and scan runs are few.
+const scoredScanRun int8 = 2
+
+func (id ruleIdentity) scanRun() bool { return id.Scored == scoredScanRun }
 
 type storedResult struct {
 	// hashes are the result's key and ID as computed when it was diffed, and written into its records.
@@ -80,8 +86,11 @@ type storedResult struct {
 	subject  int32 // index into subjects; -1 when the result has none
 }
 
-func scoredOf(b *bool) int8 {
+func scoredOf(r *policyresult.Result) int8 {
+	b := r.Scored
 	switch {
+	case r.Scan != nil:
+		return scoredScanRun
 	case b == nil:
 		return -1
 	case *b:
@@ -120,7 +129,7 @@ func (b *stateBuilder) add(r *policyresult.Result, h policyresult.Hashes) {
 	b.state.results = append(b.state.results, storedResult{
 		hashes: h, outcome: r.Outcome, subject: b.subjectIndex(r.Resource),
 		identity: unique.Make(ruleIdentity{Source: r.Source, Policy: r.Policy, Rule: r.Rule, Category: r.Category,
-			Severity: r.Severity, Scored: scoredOf(r.Scored), Scan: r.Scan != nil}),
+			Severity: r.Severity, Scored: scoredOf(r)}),
 	})
 }
 
@@ -132,15 +141,15 @@ func (e *emittedReport) result(i int, cluster string) policyresult.Result {
 		Cluster: cluster, Source: id.Source, Policy: id.Policy, Rule: id.Rule, Category: id.Category,
 		Severity: id.Severity, Outcome: s.outcome, Report: e.report,
 	}
-	if id.Scored >= 0 {
+	switch {
+	case id.scanRun():
+		r.Scan = &policyresult.ScanRun{}
+	case id.Scored >= 0:
 		scored := id.Scored == 1
 		r.Scored = &scored
 	}
 	if s.subject >= 0 {
 		r.Resource = e.subjects[s.subject]
-	}
-	if id.Scan {
-		r.Scan = &policyresult.ScanRun{}
 	}
 	return r
 }
@@ -206,7 +215,7 @@ func diff(prev *emittedReport, next []parsedResult, deleted, partial, emitResolv
 	if emitResolved && prev != nil {
 		// Keep the source's order for resolved records too, so the output is deterministic.
 		for i := range prev.results {
-			if _, gone := prevByKey[prev.results[i].hashes.Key]; gone && !prev.results[i].identity.Value().Scan {
+			if _, gone := prevByKey[prev.results[i].hashes.Key]; gone && !prev.results[i].identity.Value().scanRun() {
 				r := &parsedResult{Result: prev.result(i, cluster)}
 				r.State = policyresult.StateResolved
 				// A resolved record's ID is that of the last outcome without its message, which the state does not
@@ -255,7 +264,6 @@ type wireStoredResult struct {
 	Category string            `json:"c,omitempty"`
 	Severity string            `json:"sv,omitempty"`
 	Scored   int8              `json:"sc"`
-	Scan     bool              `json:"sn,omitempty"`
 	Outcome  string            `json:"o,omitempty"`
 	Subject  int32             `json:"x"`
 }
@@ -276,7 +284,7 @@ func (e *emittedReport) MarshalJSON() ([]byte, error) {
 		w.Results = append(w.Results, wireStoredResult{
 			Key: r.hashes.Key, ID: r.hashes.ID,
 			Source: id.Source, Policy: id.Policy, Rule: id.Rule, Category: id.Category, Severity: string(id.Severity),
-			Scored: id.Scored, Scan: id.Scan, Outcome: string(r.outcome), Subject: r.subject,
+			Scored: id.Scored, Outcome: string(r.outcome), Subject: r.subject,
 		})
 	}
 	return json.Marshal(w)
@@ -304,7 +312,7 @@ func (e *emittedReport) UnmarshalJSON(b []byte) error {
 		e.results[i] = storedResult{
 			hashes: policyresult.Hashes{Key: r.Key, ID: r.ID}, outcome: policyresult.Outcome(r.Outcome), subject: r.Subject,
 			identity: unique.Make(ruleIdentity{Source: r.Source, Policy: r.Policy, Rule: r.Rule, Category: r.Category,
-				Severity: policyresult.Severity(r.Severity), Scored: r.Scored, Scan: r.Scan}),
+				Severity: policyresult.Severity(r.Severity), Scored: r.Scored}),
 		}
 	}
 	return nil
