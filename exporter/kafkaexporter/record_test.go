@@ -53,6 +53,17 @@ func TestRecordKeyTopicAndHeaders(t *testing.T) {
 			wantHeaders: []kgo.RecordHeader{{Key: policyresult.AttrEventName, Value: []byte(policyresult.EventSummary)}},
 		},
 		{
+			name: "scan run keyed by scan key",
+			record: func(lr plog.LogRecord) {
+				lr.SetEventName(policyresult.EventScan)
+				lr.Attributes().PutStr(policyresult.AttrScanKey, "sc")
+				lr.Attributes().PutStr(policyresult.AttrScanID, "run")
+			},
+			wantKey:     []byte("sc"),
+			wantTopic:   "default",
+			wantHeaders: []kgo.RecordHeader{{Key: policyresult.AttrEventName, Value: []byte(policyresult.EventScan)}},
+		},
+		{
 			name: "decision keyed by decision id",
 			record: func(lr plog.LogRecord) {
 				lr.SetEventName(policyresult.EventDecision)
