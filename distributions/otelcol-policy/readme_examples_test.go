@@ -25,34 +25,76 @@ var collectorSections = []string{"extensions", "receivers", "processors", "expor
 // yamlBlock is a fenced yaml block of a README and the line it starts on.
 var yamlBlock = regexp.MustCompile("(?ms)^```yaml\n(.*?)^```")
 
-// completeConfig makes a README block a config the collector loads: a whole config is used as it is; a block
-// that only defines components gets what it lacks: an otlp receiver or a debug exporter if it defines none,
-// every extension it defines in service::extensions, and a logs pipeline through everything it defines (every
-// component of this distribution a README shows takes logs).
-func completeConfig(cfg map[string]any) map[string]any {
-	if _, ok := cfg["service"]; ok {
-		return cfg
+// stand-ins define the components a README's pipeline names but leaves to the rest of the config.
+var standIns = map[string]map[string]any{
+	"receivers::otlp":            {"protocols": map[string]any{"http": map[string]any{"endpoint": "127.0.0.1:4318"}}},
+	"receivers::k8s_reports":     {},
+	"receivers::decision_logs":   {"opa": map[string]any{"endpoint": "127.0.0.1:8182"}},
+	"processors::memory_limiter": {"check_interval": "1s", "limit_percentage": 80, "spike_limit_percentage": 20},
+	"exporters::debug":           {},
+	"exporters::otlp_http":       {"endpoint": "https://otlp.example.com"},
+}
+
+// completeConfig makes a README block a config the collector loads. A README shows the part of a config its
+// component needs; the rest is added: an otlp receiver or a debug exporter when the block defines none, a
+// stand-in for a component its pipelines name but it leaves out, every extension it defines in
+// service::extensions, and, without pipelines, a logs pipeline through everything it defines (every component a
+// README shows takes logs). A file_storage directory, a volume in production, is dir.
+func completeConfig(t *testing.T, cfg map[string]any, dir string) map[string]any {
+	t.Helper()
+	section := func(name string) map[string]any {
+		m, _ := cfg[name].(map[string]any)
+		if m == nil {
+			m = map[string]any{}
+			cfg[name] = m
+		}
+		return m
 	}
-	ids := func(section string) []any {
-		m, _ := cfg[section].(map[string]any)
+	ids := func(name string) []any {
 		var out []any
-		for id := range m {
+		for id := range section(name) {
 			out = append(out, id)
 		}
 		slices.SortFunc(out, func(a, b any) int { return strings.Compare(a.(string), b.(string)) })
 		return out
 	}
-	if len(ids("receivers")) == 0 {
-		cfg["receivers"] = map[string]any{"otlp": map[string]any{"protocols": map[string]any{"http": map[string]any{"endpoint": "127.0.0.1:4318"}}}}
+	for id, ext := range section("extensions") {
+		if m, ok := ext.(map[string]any); ok && strings.Split(id, "/")[0] == "file_storage" {
+			m["directory"] = dir
+		}
 	}
-	if len(ids("exporters")) == 0 {
-		cfg["exporters"] = map[string]any{"debug": map[string]any{}}
-	}
-	cfg["service"] = map[string]any{
-		"extensions": ids("extensions"),
-		"pipelines": map[string]any{"logs": map[string]any{
+	service := section("service")
+	pipelines, _ := service["pipelines"].(map[string]any)
+	if len(pipelines) == 0 {
+		if len(section("receivers")) == 0 {
+			section("receivers")["otlp"] = standIns["receivers::otlp"]
+		}
+		if len(section("exporters")) == 0 {
+			section("exporters")["debug"] = standIns["exporters::debug"]
+		}
+		pipelines = map[string]any{"logs": map[string]any{
 			"receivers": ids("receivers"), "processors": ids("processors"), "exporters": ids("exporters"),
-		}},
+		}}
+		service["pipelines"] = pipelines
+	}
+	for _, p := range pipelines {
+		for _, kind := range []string{"receivers", "processors", "exporters"} {
+			named, _ := p.(map[string]any)[kind].([]any)
+			for _, id := range named {
+				if _, ok := section(kind)[id.(string)]; ok {
+					continue
+				}
+				if _, ok := section("connectors")[id.(string)]; ok {
+					continue
+				}
+				standIn, ok := standIns[kind+"::"+id.(string)]
+				require.True(t, ok, "the pipeline names %s %s, which the block does not define and has no stand-in", kind, id)
+				section(kind)[id.(string)] = standIn
+			}
+		}
+	}
+	if _, ok := service["extensions"]; !ok {
+		service["extensions"] = ids("extensions")
 	}
 	return cfg
 }
@@ -91,12 +133,18 @@ func TestComponentREADMEExamplesLoad(t *testing.T) {
 				require.Contains(t, collectorSections, k, "%s:%d: a yaml block is a collector config, a part of one, or a Kubernetes object", rel, line)
 			}
 			t.Run(strings.ReplaceAll(filepath.Dir(rel), "/", "_")+"_line_"+strconv.Itoa(line), func(t *testing.T) {
-				out, err := yaml.Marshal(completeConfig(cfg))
+				out, err := yaml.Marshal(completeConfig(t, cfg, t.TempDir()))
 				require.NoError(t, err)
 				path := filepath.Join(t.TempDir(), "config.yaml")
 				require.NoError(t, os.WriteFile(path, out, 0o600))
 				cmd := exec.Command(collectortest.Binary(t), "validate", "--config="+path)
+				// Every variable the block names has a value: exampleEnv's, else a placeholder.
 				cmd.Env = append(os.Environ(), exampleEnv...)
+				for _, m := range envRef.FindAllStringSubmatch(string(block), -1) {
+					if !slices.ContainsFunc(exampleEnv, func(e string) bool { return strings.HasPrefix(e, m[1]+"=") }) {
+						cmd.Env = append(cmd.Env, m[1]+"=example")
+					}
+				}
 				res, err := cmd.CombinedOutput()
 				require.NoError(t, err, "%s:%d\n%s\n%s", rel, line, res, out)
 			})
