@@ -38,9 +38,9 @@ type eventsExtension struct {
 }
 
 var (
-	_ extension.Extension       = (*eventsExtension)(nil)
-	_ componentstatus.Watcher   = (*eventsExtension)(nil)
-	_ record.EventSink          = (*flushSink)(nil)
+	_ extension.Extension     = (*eventsExtension)(nil)
+	_ componentstatus.Watcher = (*eventsExtension)(nil)
+	_ record.EventSink        = (*flushSink)(nil)
 )
 
 func newEventsExtension(cfg *Config, set extension.Settings) *eventsExtension {
