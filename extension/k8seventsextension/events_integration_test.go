@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -51,15 +52,30 @@ func testCtx(t *testing.T) context.Context {
 	return ctx
 }
 
+// namespaces counts the namespaces collectorPod created: each run of a test (-count) has its own, since a
+// namespace cannot be deleted without the controller manager.
+var namespaces atomic.Int32
+
 // collectorPod is the collector's namespace, ServiceAccount and Pod (an object only: the API server has no
-// kubelet), with the Role and RoleBinding of the README, and a token of the ServiceAccount issued by the API
-// server as the kubelet would mount it.
+// kubelet), with the Role and RoleBinding of the README moved to that namespace (as `kustomize edit set
+// namespace` would), and a token of the ServiceAccount issued by the API server as the kubelet would mount it.
 func collectorPod(t *testing.T) (*corev1.Pod, string) {
 	t.Helper()
-	const ns, name = "otelcol-policy", "otelcol-policy"
+	const name = "otelcol-policy"
+	ns := fmt.Sprintf("otelcol-policy-%d", namespaces.Add(1))
 	cluster.CreateNamespace(t, ns)
 	token := cluster.ServiceAccountToken(t, ns, name)
-	cluster.ApplyRBAC(t, k8stest.MarkdownObjects(t, "README.md", "## RBAC"))
+	rbac := k8stest.MarkdownObjects(t, "README.md", "## RBAC")
+	for _, o := range rbac {
+		require.Equal(t, "otelcol-policy", o.GetNamespace(), "%s %s", o.GetKind(), o.GetName())
+		o.SetNamespace(ns)
+		if subjects, ok := o.Object["subjects"].([]any); ok {
+			for _, s := range subjects {
+				s.(map[string]any)["namespace"] = ns
+			}
+		}
+	}
+	cluster.ApplyRBAC(t, rbac)
 	return cluster.CreatePod(t, ns, name+"-0", name), token
 }
 
@@ -176,12 +192,12 @@ func TestEventsOnThePodAgainstTheAPIServer(t *testing.T) {
 	require.NoError(t, err)
 	assert.Len(t, list.Items, 4)
 
-	t.Run("least privilege", func(t *testing.T) { testEventsIdentity(t, admin, token, ns, pod) })
+	t.Run("least privilege", func(t *testing.T) { testEventsIdentity(t, token, ns, pod) })
 }
 
 // testEventsIdentity checks that the ServiceAccount the extension ran as can record Events in its namespace
 // and do nothing else.
-func testEventsIdentity(t *testing.T, admin kubernetes.Interface, token, ns string, pod *corev1.Pod) {
+func testEventsIdentity(t *testing.T, token, ns string, pod *corev1.Pod) {
 	sa, err := kubernetes.NewForConfig(cluster.Config(token))
 	require.NoError(t, err)
 	ctx := testCtx(t)
@@ -199,8 +215,7 @@ func testEventsIdentity(t *testing.T, admin kubernetes.Interface, token, ns stri
 	forbidden("delete events", err)
 
 	other := "elsewhere"
-	_, err = admin.CoreV1().Namespaces().Create(ctx, &corev1.Namespace{ObjectMeta: metav1.ObjectMeta{Name: other}}, metav1.CreateOptions{})
-	require.NoError(t, err)
+	cluster.CreateNamespace(t, other)
 	ev := &corev1.Event{
 		ObjectMeta:     metav1.ObjectMeta{GenerateName: "forged-"},
 		InvolvedObject: corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: other, Name: "victim"},
