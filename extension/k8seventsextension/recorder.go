@@ -6,6 +6,7 @@ package k8seventsextension // import "github.com/otelcol-policy/otelcol-policy/e
 import (
 	"context"
 	"sync"
+	"time"
 
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
@@ -18,6 +19,9 @@ import (
 	typedcorev1 "k8s.io/client-go/kubernetes/typed/core/v1"
 	"k8s.io/client-go/tools/record"
 )
+
+// requestTimeout bounds each write of an Event.
+const requestTimeout = 30 * time.Second
 
 // flushAnnotation marks the Event Shutdown records last; the sink recognises it and does not write it.
 const flushAnnotation = "otelcol-policy.io/k8s-events-flush"
@@ -66,6 +70,9 @@ func (e *eventsExtension) Start(context.Context, component.Host) error {
 	if err != nil {
 		return err
 	}
+	// The recorder's calls carry no context: a request to an API server that stopped answering would hold back
+	// every later Event.
+	rc.Timeout = requestTimeout
 	cs, err := kubernetes.NewForConfig(rc)
 	if err != nil {
 		return err
