@@ -46,6 +46,7 @@ type logsExporter struct {
 
 	conn   *grpc.ClientConn
 	client pb.ResultForwarderClient
+	status *sendStatus
 
 	skippedOnce sync.Once
 }
@@ -70,6 +71,7 @@ func (e *logsExporter) start(ctx context.Context, host component.Host) error {
 	}
 	e.conn = conn
 	e.client = pb.NewResultForwarderClient(conn)
+	e.status = &sendStatus{host: host, endpoint: e.cfg.ClientConfig.Endpoint}
 	return nil
 }
 
@@ -99,8 +101,13 @@ func (e *logsExporter) consumeLogs(ctx context.Context, ld plog.Logs) error {
 		e.telemetry.ExporterResultsGrpcRequests.Add(ctx, 1,
 			metric.WithAttributes(attribute.String("code", status.Code(err).String())))
 		if err != nil {
+			// A call cancelled by the collector's shutdown says nothing about the server.
+			if !errors.Is(ctx.Err(), context.Canceled) {
+				e.status.failed(err)
+			}
 			return e.failed(ld, &b, s.start, err)
 		}
+		e.status.succeeded()
 		e.reportResponse(ctx, req, resp)
 	}
 	return nil

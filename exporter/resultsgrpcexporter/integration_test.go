@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/config/configauth"
 	"go.opentelemetry.io/collector/config/configopaque"
@@ -40,6 +41,7 @@ import (
 	"github.com/otelcol-policy/otelcol-policy/exporter/resultsgrpcexporter/internal/metadatatest"
 	"github.com/otelcol-policy/otelcol-policy/internal/filestoragetest"
 	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver"
+	"github.com/otelcol-policy/otelcol-policy/internal/statustest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 	pb "github.com/otelcol-policy/otelcol-policy/proto/policyresults/v1"
 )
@@ -62,6 +64,7 @@ func TestIntegration(t *testing.T) {
 				{"RetryResendsOnlyUnsent", testRetryResendsOnlyUnsent},
 				{"Throttle", testThrottle},
 				{"ServerRestart", testServerRestart},
+				{"Status", testStatus},
 			} {
 				t.Run(tt.name, func(t *testing.T) { tt.test(t, newDB(t)) })
 			}
@@ -555,4 +558,32 @@ func testServerRestart(t *testing.T, dsn string) {
 	// Every result was accepted once, and more only when a request was stored but its answer lost.
 	assert.GreaterOrEqual(t, exp.counts(t, "results", "outcome")["accepted"], int64(keys*rounds))
 	t.Logf("requests by code: %v; results: %v", codes, exp.counts(t, "results", "outcome"))
+}
+
+// testStatus: the exporter reports a recoverable error status for each failed Forward call and OK at the first
+// call that succeeds after them, for status watchers such as k8s_events.
+func testStatus(t *testing.T, dsn string) {
+	srv := startServer(t, dsn)
+	host := statustest.NewHost(nil)
+	exp := newTestExporter(t, testConfig(srv.addr), host)
+	require.NoError(t, exp.ConsumeLogs(context.Background(), results(0, 3, 0)))
+	assert.Nil(t, host.Last(), "a healthy exporter reports nothing")
+
+	srv.stop()
+	for range 2 {
+		require.Error(t, exp.ConsumeLogs(context.Background(), results(3, 3, 0)))
+		ev := host.Next(t)
+		assert.Equal(t, componentstatus.StatusRecoverableError, ev.Status())
+		assert.ErrorContains(t, ev.Err(), srv.addr+": rpc error: code = Unavailable")
+		assert.NotContains(t, ev.Err().Error(), "results not forwarded", "the same failure reads the same each time")
+	}
+
+	// gRPC reconnects after its backoff: calls fail until then, each reported.
+	srv.restart()
+	require.Eventually(t, func() bool { return exp.ConsumeLogs(context.Background(), results(3, 3, 0)) == nil },
+		30*time.Second, 50*time.Millisecond)
+	ok := host.Last()
+	assert.Equal(t, componentstatus.StatusOK, ok.Status())
+	require.NoError(t, exp.ConsumeLogs(context.Background(), results(6, 3, 0)))
+	assert.Same(t, ok, host.Last(), "OK once, not at every call")
 }
