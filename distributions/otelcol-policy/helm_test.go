@@ -385,6 +385,13 @@ func TestHelmOnAPIServer(t *testing.T) {
 		}
 	}
 
+	// The ServiceAccounts for real: a pod's admission looks its account up.
+	for _, o := range append(helmTemplate(t, "", reportsHA), helmTemplate(t, "", decisions)...) {
+		if o.GetKind() == "ServiceAccount" {
+			require.NoError(t, e.apply(t, o, false), objID(o))
+		}
+	}
+
 	withFiles := []string{"--set", "prometheusRule.enabled=true,dashboards.enabled=true,k8sEvents.enabled=true"}
 	for name, c := range map[string]struct {
 		dir string
@@ -412,10 +419,10 @@ func TestHelmOnAPIServer(t *testing.T) {
 		})
 	}
 
-	// The HA release's identities and RBAC for real, then the kustomize manifests' RBAC test as its ServiceAccount.
+	// The HA release's RBAC for real, then the kustomize manifests' RBAC test as its ServiceAccount.
 	for _, o := range e.objs {
 		switch o.GetKind() {
-		case "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
+		case "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
 			require.NoError(t, e.apply(t, o, false), objID(o))
 		}
 	}

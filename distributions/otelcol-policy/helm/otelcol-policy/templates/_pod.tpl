@@ -48,7 +48,7 @@
       port: health
     periodSeconds: 5
   resources:
-    {{- include "otelcol-policy.resources" . | nindent 4 }}
+    {{- include "otelcol-policy.resources" . | trim | nindent 4 }}
   securityContext:
     {{- toYaml .Values.securityContext | nindent 4 }}
   volumeMounts:
@@ -80,7 +80,7 @@ serviceAccountName: {{ include "otelcol-policy.serviceAccountName" . }}
 automountServiceAccountToken: {{ include "otelcol-policy.automountToken" . }}
 terminationGracePeriodSeconds: {{ .Values.terminationGracePeriodSeconds }}
 securityContext:
-  {{- include "otelcol-policy.podSecurityContext" . | nindent 2 }}
+  {{- include "otelcol-policy.podSecurityContext" . | trim | nindent 2 }}
 {{- with .Values.imagePullSecrets }}
 imagePullSecrets:
   {{- toYaml . | nindent 2 }}
@@ -92,11 +92,11 @@ priorityClassName: {{ . }}
 nodeSelector:
   {{- toYaml . | nindent 2 }}
 {{- end }}
-{{- with include "otelcol-policy.affinity" . }}
+{{- with include "otelcol-policy.affinity" . | trim }}
 affinity:
   {{- . | nindent 2 }}
 {{- end }}
-{{- with include "otelcol-policy.tolerations" . }}
+{{- with include "otelcol-policy.tolerations" . | trim }}
 tolerations:
   {{- . | nindent 2 }}
 {{- end }}
