@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs or builds the real servers the integration tests start, caching them outside the repository.
 # Prints nothing but errors when everything is already cached.
-# Usage: hack/test-servers.sh [etcd|kube-apiserver|opa|minio|postgres|gatekeeper]...
+# Usage: hack/test-servers.sh [etcd|kube-apiserver|opa|minio|postgres|gatekeeper|helm]...
 set -euo pipefail
 
 CACHE_DIR=${CACHE_DIR:-$HOME/.cache/otelcol-policy}
@@ -135,9 +135,22 @@ install_gatekeeper() {
   mv "$dir/gatekeeper" "$bin"
 }
 
-# Gatekeeper first: the longest build runs in the background while the others install or build, and the script
-# fails if it failed.
-[[ $# -gt 0 ]] || set -- gatekeeper etcd kube-apiserver opa minio postgres
+# Helm, whose lint and template the chart's tests run (distributions/otelcol-policy/helm_test.go).
+HELM_VERSION=${HELM_VERSION:-v3.22.0}
+install_helm() {
+  local bin=$BIN_DIR/helm-$HELM_VERSION
+  [[ -x $bin ]] && return
+  log "building helm $HELM_VERSION (about 5 minutes on 2 cores, once)"
+  local dir=$CACHE_DIR/helm-build-$HELM_VERSION
+  mkdir -p "$dir"
+  GOBIN=$dir go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" 2>"$dir/build.log" ||
+    { log "helm build failed, see $dir/build.log"; tail -20 "$dir/build.log" >&2; exit 1; }
+  mv "$dir/helm" "$bin"
+}
+
+# Gatekeeper and Helm first: the longest builds run in the background while the others install or build, and the
+# script fails if one of them failed.
+[[ $# -gt 0 ]] || set -- gatekeeper helm etcd kube-apiserver opa minio postgres
 background=()
 for s in "$@"; do
   case $s in
@@ -147,6 +160,7 @@ for s in "$@"; do
     minio) install_minio ;;
     postgres) install_postgres ;;
     gatekeeper) install_gatekeeper & background+=($!) ;;
+    helm) install_helm & background+=($!) ;;
     *) log "unknown server $s"; exit 2 ;;
   esac
 done

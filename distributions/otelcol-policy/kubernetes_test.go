@@ -516,8 +516,23 @@ func startKubeEnv(t *testing.T) *kubeEnv {
 			require.NoError(t, e.apply(t, o, false), objID(o))
 		}
 	}
-	e.warn.take()
+	e.dryRunApply(t, e.objs)
+	// Real: the identities and RBAC.
 	for _, o := range e.objs {
+		switch o.GetKind() {
+		case "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
+			require.NoError(t, e.apply(t, o, false), objID(o))
+		}
+	}
+	return e
+}
+
+// dryRunApply applies every object with server-side dry-run; Pod Security warns about nothing but the
+// DaemonSet's documented exceptions.
+func (e *kubeEnv) dryRunApply(t *testing.T, objs []*unstructured.Unstructured) {
+	t.Helper()
+	e.warn.take()
+	for _, o := range objs {
 		require.NoError(t, e.apply(t, o, true), "server-side dry-run apply of %s", objID(o))
 		w := e.warn.take()
 		switch o.GetKind() {
@@ -534,14 +549,6 @@ func startKubeEnv(t *testing.T) *kubeEnv {
 			assert.Empty(t, w, "%s: API server warnings", objID(o))
 		}
 	}
-	// Real: the identities and RBAC.
-	for _, o := range e.objs {
-		switch o.GetKind() {
-		case "ServiceAccount", "ClusterRole", "ClusterRoleBinding", "Role", "RoleBinding":
-			require.NoError(t, e.apply(t, o, false), objID(o))
-		}
-	}
-	return e
 }
 
 // podOf is a Pod made of a workload's pod template, as its controller would create it.
@@ -844,7 +851,13 @@ var envRef = regexp.MustCompile(`\$\{env:([A-Za-z_][A-Za-z0-9_]*)(:-[^}]*)?\}`)
 // TestKubernetesConfigsValidate: each workload's collector config is valid for this binary with the environment
 // the workload gives it, and writes only where the read-only root file system has a volume.
 func TestKubernetesConfigsValidate(t *testing.T) {
-	for _, wc := range workloadConfigs(t, kustomize(t, kubernetesDir(t))) {
+	validateWorkloadConfigs(t, kustomize(t, kubernetesDir(t)))
+}
+
+// validateWorkloadConfigs runs `otelcol-policy validate` on the config of each workload of objs, with its
+// environment, and checks its writable directories and probes.
+func validateWorkloadConfigs(t *testing.T, objs []*unstructured.Unstructured) {
+	for _, wc := range workloadConfigs(t, objs) {
 		t.Run(wc.workload.GetKind(), func(t *testing.T) {
 			for _, m := range envRef.FindAllStringSubmatch(wc.config, -1) {
 				if m[2] == "" {
