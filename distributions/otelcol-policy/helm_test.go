@@ -215,7 +215,9 @@ func TestHelmValues(t *testing.T) {
 		dep := typed[appsv1.Deployment](t, find(t, objs, "Deployment", saNamespace, "otelcol-policy"))
 		assert.Equal(t, int32(1), *dep.Spec.Replicas)
 		for _, o := range objs {
-			assert.NotEqual(t, "Role", o.GetKind(), "no lease without leader election")
+			if o.GetKind() == "Role" {
+				assert.Equal(t, "otelcol-policy-events", o.GetName(), "no lease without leader election; the k8s_events Role")
+			}
 		}
 		pvc := typed[corev1.PersistentVolumeClaim](t, find(t, objs, "PersistentVolumeClaim", saNamespace, "otelcol-policy-state"))
 		assert.Equal(t, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, pvc.Spec.AccessModes)
@@ -275,7 +277,9 @@ func TestHelmValues(t *testing.T) {
 				env[e.Name] = e.ValueFrom.FieldRef.FieldPath
 			}
 		}
-		assert.Equal(t, map[string]string{"POD_NAME": "metadata.name", "POD_NAMESPACE": "metadata.namespace"}, env)
+		assert.Equal(t, map[string]string{"K8S_POD_NAME": "metadata.name", "K8S_POD_NAMESPACE": "metadata.namespace",
+			"K8S_POD_UID": "metadata.uid"}, env)
+		assert.Contains(t, renderedConfig(t, objs, "otelcol-policy-node-config")["extensions"], "k8s_events")
 	})
 
 	t.Run("rules and dashboards of the chart's files", func(t *testing.T) {

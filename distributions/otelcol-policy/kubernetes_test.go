@@ -270,6 +270,7 @@ func TestKubernetesManifestsBuild(t *testing.T) {
 		"Namespace /otelcol-policy", "ServiceAccount otelcol-policy/otelcol-policy",
 		"ClusterRole /otelcol-policy-reports", "ClusterRoleBinding /otelcol-policy-reports",
 		"Role otelcol-policy/otelcol-policy-leader-election", "RoleBinding otelcol-policy/otelcol-policy-leader-election",
+		"Role otelcol-policy/otelcol-policy-events", "RoleBinding otelcol-policy/otelcol-policy-events",
 		"ConfigMap otelcol-policy/otelcol-policy-settings", "ConfigMap otelcol-policy/otelcol-policy-config",
 		"PersistentVolumeClaim otelcol-policy/otelcol-policy-state", "Deployment otelcol-policy/otelcol-policy",
 		"Namespace /otelcol-policy-node", "ServiceAccount otelcol-policy-node/otelcol-policy-node",
@@ -605,6 +606,12 @@ func TestKubernetesManifestsOnAPIServer(t *testing.T) {
 	t.Run("RBAC", func(t *testing.T) { testRBAC(t, e) })
 }
 
+// downwardExample is what the downward API gives for each field the manifests use.
+var downwardExample = map[string]string{
+	"metadata.name": "otelcol-policy-7d9f8-abcde", "metadata.namespace": saNamespace,
+	"metadata.uid": "0b7f7c1e-6a52-4c1e-9f35-1d2a4b6c8e01",
+}
+
 func isForbidden(t *testing.T, err error, what string) {
 	t.Helper()
 	assert.True(t, apierrors.IsForbidden(err), "%s: want Forbidden, got %v", what, err)
@@ -726,7 +733,7 @@ func testRBAC(t *testing.T, e *kubeEnv) {
 		isForbidden(t, err, "get a lease in "+ns)
 	}
 
-	// Nothing else: Secrets (not even its own namespace's), ConfigMaps, Pods, CRDs, events.
+	// Nothing else: Secrets (not even its own namespace's), ConfigMaps, Pods, CRDs.
 	_, err = e.cs.CoreV1().Secrets(saNamespace).Create(ctx, &corev1.Secret{ObjectMeta: metav1.ObjectMeta{Name: "s"},
 		StringData: map[string]string{"k": "v"}}, metav1.CreateOptions{})
 	require.NoError(t, err)
@@ -750,8 +757,21 @@ func testRBAC(t *testing.T, e *kubeEnv) {
 	isForbidden(t, err, "delete pods")
 	_, err = saCS.CoreV1().Pods("").List(ctx, metav1.ListOptions{})
 	isForbidden(t, err, "list pods")
-	_, err = saCS.CoreV1().Events(saNamespace).Create(ctx, &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e"}}, dry)
-	isForbidden(t, err, "create an event")
+	// Events: create and patch in its namespace (k8s_events), nothing else.
+	event := &corev1.Event{ObjectMeta: metav1.ObjectMeta{Name: "e"}, Reason: "ComponentRecoverableError", Message: "m",
+		Type: corev1.EventTypeWarning, InvolvedObject: corev1.ObjectReference{Kind: "Pod", Namespace: saNamespace, Name: "p"}}
+	_, err = saCS.CoreV1().Events(saNamespace).Create(ctx, event, dry)
+	require.NoError(t, err, "create an event in its namespace")
+	_, err = saCS.CoreV1().Events(saNamespace).List(ctx, metav1.ListOptions{})
+	isForbidden(t, err, "list events")
+	err = saCS.CoreV1().Events(saNamespace).Delete(ctx, "e", metav1.DeleteOptions{})
+	isForbidden(t, err, "delete an event")
+	for _, ns := range []string{"default", nodeNS} {
+		other := event.DeepCopy()
+		other.Namespace, other.InvolvedObject.Namespace = ns, ns
+		_, err = saCS.CoreV1().Events(ns).Create(ctx, other, dry)
+		isForbidden(t, err, "create an event in "+ns)
+	}
 	_, err = sa.Resource(schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}).List(ctx, metav1.ListOptions{})
 	isForbidden(t, err, "list CRDs")
 
@@ -808,7 +828,14 @@ func workloadConfigs(t *testing.T, objs []*unstructured.Unstructured) []workload
 				}
 			}
 			for _, ev := range c.Env {
-				require.Nil(t, ev.ValueFrom, "%s: env %s", objID(o), ev.Name)
+				if ev.ValueFrom != nil {
+					// The downward API: a value the kubelet fills in, of the shape it would have.
+					require.NotNil(t, ev.ValueFrom.FieldRef, "%s: env %s: only the downward API", objID(o), ev.Name)
+					value, known := downwardExample[ev.ValueFrom.FieldRef.FieldPath]
+					require.True(t, known, "%s: env %s: field %s", objID(o), ev.Name, ev.ValueFrom.FieldRef.FieldPath)
+					wc.env[ev.Name] = value
+					continue
+				}
 				wc.env[ev.Name] = ev.Value
 			}
 			for _, v := range spec.Volumes {
@@ -1178,6 +1205,7 @@ current-context: test
 		require.NoError(t, os.WriteFile(overlay, fmt.Appendf(nil, `extensions:
   health_check: {endpoint: "127.0.0.1:%d"}
   k8s_leader_elector: {auth_type: kubeConfig, lease_duration: 6s, renew_deadline: 4s, retry_period: 1s}
+  k8s_events: {auth_type: kubeConfig}
   file_storage/shared: {directory: %s}
   file_storage/local: {directory: %s}
 receivers:
@@ -1185,7 +1213,9 @@ receivers:
 service:
   telemetry:
 %s`, health, shared, filepath.Join(dir, "queue"), collectortest.MetricsTelemetry(metrics)), 0o600))
-		c := collectortest.StartEnv(t, dir, []string{"KUBECONFIG=" + kubeconfig, "CLUSTER_NAME=test", "OTLP_ENDPOINT=" + sink.URL}, base, overlay)
+		// What the downward API gives a replica's pod.
+		pod := []string{"K8S_POD_NAME=otelcol-policy-" + name, "K8S_POD_NAMESPACE=" + saNamespace, "K8S_POD_UID=" + downwardExample["metadata.uid"]}
+		c := collectortest.StartEnv(t, dir, append([]string{"KUBECONFIG=" + kubeconfig, "CLUSTER_NAME=test", "OTLP_ENDPOINT=" + sink.URL}, pod...), base, overlay)
 		url := fmt.Sprintf("http://127.0.0.1:%d/", health)
 		c.WaitHealthy(url)
 		return replica{c, url, ports{Metrics: metrics}}

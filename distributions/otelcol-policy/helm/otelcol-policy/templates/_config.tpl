@@ -20,6 +20,10 @@ extensions:
     lease_name: {{ include "otelcol-policy.leaseName" . }}
     lease_namespace: {{ .Release.Namespace }}
   {{- end }}
+  {{- if eq (include "otelcol-policy.k8sEvents" .) "true" }}
+  k8s_events:
+    auth_type: serviceAccount
+  {{- end }}
   # The receiver's state, opened by the leader only.
   file_storage/shared:
     directory: /var/lib/otelcol-policy/shared
@@ -57,6 +61,9 @@ service:
     {{- if .Values.leaderElection.enabled }}
     - k8s_leader_elector
     {{- end }}
+    {{- if eq (include "otelcol-policy.k8sEvents" .) "true" }}
+    - k8s_events
+    {{- end }}
     - file_storage/shared
     - file_storage/local
   pipelines:
@@ -82,6 +89,10 @@ extensions:
       interval: 1s
       max_retries: 30
     wait_for_token_file: true
+  {{- if eq (include "otelcol-policy.k8sEvents" .) "true" }}
+  k8s_events:
+    auth_type: serviceAccount
+  {{- end }}
 receivers:
   decision_logs:
     cluster_name: ${env:CLUSTER_NAME}
@@ -108,7 +119,13 @@ exporters:
         flush_timeout: 1s
         min_size: 1000
 service:
-  extensions: [health_check, file_storage, bearertokenauth/opa]
+  extensions:
+    - health_check
+    - file_storage
+    - bearertokenauth/opa
+    {{- if eq (include "otelcol-policy.k8sEvents" .) "true" }}
+    - k8s_events
+    {{- end }}
   pipelines:
     logs:
       receivers: [decision_logs]

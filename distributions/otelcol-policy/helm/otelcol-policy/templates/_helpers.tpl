@@ -52,7 +52,17 @@ app.kubernetes.io/component: {{ include "otelcol-policy.component" . }}
 {{- if kindIs "bool" .Values.serviceAccount.automountServiceAccountToken }}
 {{- .Values.serviceAccount.automountServiceAccountToken }}
 {{- else }}
-{{- or (eq .Values.mode "deployment") .Values.k8sEvents.enabled }}
+{{- or (eq .Values.mode "deployment") (eq (include "otelcol-policy.k8sEvents" .) "true") }}
+{{- end }}
+{{- end }}
+
+{{/* Whether the k8s_events extension runs: k8sEvents.enabled, or when null, in deployment mode (the daemonset has
+no API access by default). */}}
+{{- define "otelcol-policy.k8sEvents" -}}
+{{- if kindIs "bool" .Values.k8sEvents.enabled }}
+{{- .Values.k8sEvents.enabled }}
+{{- else }}
+{{- eq .Values.mode "deployment" }}
 {{- end }}
 {{- end }}
 

@@ -14,16 +14,20 @@
   env:
     - name: GOMEMLIMIT
       value: {{ include "otelcol-policy.goMemLimit" . }}
-    {{- if .Values.k8sEvents.enabled }}
+    {{- if eq (include "otelcol-policy.k8sEvents" .) "true" }}
     # The Pod the k8s_events extension records Events on.
-    - name: POD_NAME
+    - name: K8S_POD_NAME
       valueFrom:
         fieldRef:
           fieldPath: metadata.name
-    - name: POD_NAMESPACE
+    - name: K8S_POD_NAMESPACE
       valueFrom:
         fieldRef:
           fieldPath: metadata.namespace
+    - name: K8S_POD_UID
+      valueFrom:
+        fieldRef:
+          fieldPath: metadata.uid
     {{- end }}
     {{- with .Values.extraEnvs }}
     {{- toYaml . | nindent 4 }}
