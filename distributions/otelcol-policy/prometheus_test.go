@@ -31,7 +31,7 @@ connectors:
     decisions:
       labels: [k8s.cluster.name, policy.source, policy.name, policy.result, policy.decision.action]
 exporters:
-  prometheusremotewrite:
+  prometheus_remote_write:
     http:
       endpoint: %s
     resource_constant_labels:
@@ -40,7 +40,7 @@ exporters:
 service:
   pipelines:
     metrics:
-      exporters: [file/metrics, prometheusremotewrite]
+      exporters: [file/metrics, prometheus_remote_write]
   telemetry:
 %s`, remoteWriteURL, collectortest.MetricsTelemetry(metricsPort))
 }
@@ -64,7 +64,7 @@ func promValues(prom *promtest.Server, want map[string]float64) error {
 }
 
 // TestPolicyMetricsInPrometheus: results and decisions sent to the real binary arrive in a real Prometheus
-// through the prometheusremotewrite exporter with the names and labels docs/prometheus.md promises and the
+// through the prometheus_remote_write exporter with the names and labels docs/prometheus.md promises and the
 // exact values, follow a changed outcome, and Prometheus scrapes the collector's own metrics next to them.
 func TestPolicyMetricsInPrometheus(t *testing.T) {
 	metricsPort := collectortest.FreePort(t)
@@ -122,7 +122,7 @@ func TestPolicyMetricsInPrometheus(t *testing.T) {
 
 	// The collector's own metrics, scraped by the same Prometheus: the exporter's sends and its queue.
 	collectortest.Eventually(t, 60*time.Second, func() error {
-		sent, err := prom.Value(`sum(otelcol_exporter_sent_metric_points_total{job="otelcol-policy",exporter="prometheusremotewrite"})`)
+		sent, err := prom.Value(`sum(otelcol_exporter_sent_metric_points_total{job="otelcol-policy",exporter="prometheus_remote_write"})`)
 		if err != nil {
 			return err
 		}
@@ -130,8 +130,8 @@ func TestPolicyMetricsInPrometheus(t *testing.T) {
 			return fmt.Errorf("otelcol_exporter_sent_metric_points_total = %v, want at least the 7 points of one emission", sent)
 		}
 		return promValues(prom, map[string]float64{
-			`otelcol_exporter_queue_capacity{job="otelcol-policy",exporter="prometheusremotewrite"}`:           10000,
-			`count(otelcol_exporter_queue_size{job="otelcol-policy",exporter="prometheusremotewrite"})`:        1,
+			`otelcol_exporter_queue_capacity{job="otelcol-policy",exporter="prometheus_remote_write"}`:           10000,
+			`count(otelcol_exporter_queue_size{job="otelcol-policy",exporter="prometheus_remote_write"})`:        1,
 			`sum(otelcol_exporter_send_failed_metric_points_total{job="otelcol-policy"}) or vector(0)`:         0,
 			`count(otelcol_exporter_queue_size{job="otelcol-policy",exporter="durable_file"})`:                 1,
 			`sum(otelcol_receiver_accepted_log_records_total{job="otelcol-policy",receiver="otlp"}) >= bool 4`: 1,

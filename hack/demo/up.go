@@ -257,7 +257,7 @@ decision_logs:
 	return nil
 }
 
-// startPrometheus starts Prometheus with its remote write receiver on, for the collector's prometheusremotewrite
+// startPrometheus starts Prometheus with its remote write receiver on, for the collector's prometheus_remote_write
 // exporter, scraping the collector's own metrics every 5 s.
 func startPrometheus(e env, p ports, b binaries) error {
 	dir := e.path("prometheus")
