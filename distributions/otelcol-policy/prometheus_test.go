@@ -120,21 +120,23 @@ func TestPolicyMetricsInPrometheus(t *testing.T) {
 	want[results("fail")], want[results("pass")] = 1, 2
 	collectortest.Eventually(t, 60*time.Second, func() error { return promValues(prom, want) })
 
-	// The collector's own metrics, scraped by the same Prometheus: the exporter's sends and its queue.
+	// The collector's own metrics, scraped by the same Prometheus: the exporter's sends and its queue, what the
+	// receivers took in. At v0.161.0 the collector exports its counters without the _total suffix.
 	collectortest.Eventually(t, 60*time.Second, func() error {
-		sent, err := prom.Value(`sum(otelcol_exporter_sent_metric_points_total{job="otelcol-policy",exporter="prometheus_remote_write"})`)
+		sent, err := prom.Value(`sum(otelcol_exporter_sent_metric_points{job="otelcol-policy",exporter="prometheus_remote_write"})`)
 		if err != nil {
 			return err
 		}
 		if sent < 7 {
-			return fmt.Errorf("otelcol_exporter_sent_metric_points_total = %v, want at least the 7 points of one emission", sent)
+			return fmt.Errorf("otelcol_exporter_sent_metric_points = %v, want at least the 7 points of one emission", sent)
 		}
 		return promValues(prom, map[string]float64{
-			`otelcol_exporter_queue_capacity{job="otelcol-policy",exporter="prometheus_remote_write"}`:           10000,
-			`count(otelcol_exporter_queue_size{job="otelcol-policy",exporter="prometheus_remote_write"})`:        1,
-			`sum(otelcol_exporter_send_failed_metric_points_total{job="otelcol-policy"}) or vector(0)`:         0,
-			`count(otelcol_exporter_queue_size{job="otelcol-policy",exporter="durable_file"})`:                 1,
-			`sum(otelcol_receiver_accepted_log_records_total{job="otelcol-policy",receiver="otlp"}) >= bool 4`: 1,
+			`otelcol_exporter_queue_capacity{job="otelcol-policy",exporter="prometheus_remote_write"}`:    10000,
+			`count(otelcol_exporter_queue_size{job="otelcol-policy",exporter="prometheus_remote_write"})`: 1,
+			`sum(otelcol_exporter_send_failed_metric_points{job="otelcol-policy"}) or vector(0)`:          0,
+			`count(otelcol_exporter_queue_size{job="otelcol-policy",exporter="durable_file"})`:            1,
+			`sum(otelcol_receiver_accepted_log_records{job="otelcol-policy",receiver="otlp"})`:            4,
+			`sum(otelcol_receiver_accepted_log_records{job="otelcol-policy",receiver="decision_logs"})`:   3,
 		})
 	})
 }

@@ -354,7 +354,7 @@ func readMetrics(e env, r *report) error {
 const (
 	queryResults   = `sum by (policy_result) (policy_results)`
 	queryDecisions = `sum by (policy_result, policy_decision_action) (policy_decisions_total)`
-	querySent      = `sum(otelcol_exporter_sent_metric_points_total{exporter="prometheus_remote_write"})`
+	querySent      = `sum(otelcol_exporter_sent_metric_points{exporter="prometheus_remote_write"})`
 )
 
 // readPrometheus asks the demo's Prometheus, over its HTTP API, what the collector wrote to it and scraped from it.
