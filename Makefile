@@ -64,12 +64,12 @@ run: build
 	$(BIN) --config $(CONFIG)
 
 ## test-servers: install or build the real servers the integration tests start (etcd, kube-apiserver, OPA, MinIO,
-## PostgreSQL, Gatekeeper), cached
+## PostgreSQL, Gatekeeper, Prometheus), cached
 test-servers:
 	CACHE_DIR=$(CACHE_DIR) hack/test-servers.sh
 
-## demo: start etcd + kube-apiserver (report CRDs), OPA, MinIO, a Kafka-protocol broker, the results server and
-## the collector in the background under ./data/demo/, send sample reports and decisions, and show where each
+## demo: start etcd + kube-apiserver (report CRDs), OPA, MinIO, a Kafka-protocol broker, the results server,
+## Prometheus and the collector in the background under ./data/demo/, send sample reports and decisions, and show where each
 ## record went (docs/demo.md); `make demo-stop` stops them
 demo: build test-servers
 	CACHE_DIR=$(CACHE_DIR) $(GO) run ./hack/demo up

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs or builds the real servers the integration tests start, caching them outside the repository.
 # Prints nothing but errors when everything is already cached.
-# Usage: hack/test-servers.sh [etcd|kube-apiserver|opa|minio|postgres|gatekeeper|helm]...
+# Usage: hack/test-servers.sh [etcd|kube-apiserver|opa|minio|postgres|gatekeeper|helm|prometheus]...
 set -euo pipefail
 
 CACHE_DIR=${CACHE_DIR:-$HOME/.cache/otelcol-policy}
@@ -148,9 +148,34 @@ install_helm() {
   mv "$dir/helm" "$bin"
 }
 
+# Prometheus and promtool from Debian's prometheus package, unpacked into the cache rather than installed: the
+# package would start a system Prometheus on :9090, and internal/promtest runs its own on free ports.
+PROMETHEUS_VERSION=${PROMETHEUS_VERSION:-2.42}
+install_prometheus() {
+  local bin=$BIN_DIR/prometheus-$PROMETHEUS_VERSION tool=$BIN_DIR/promtool-$PROMETHEUS_VERSION
+  [[ -x $bin && -x $tool ]] && return
+  log "unpacking prometheus $PROMETHEUS_VERSION (apt-get download, seconds)"
+  local dir=$CACHE_DIR/prometheus-deb
+  rm -rf "$dir" && mkdir -p "$dir/root"
+  # apt-get download writes to the working directory; the package lists are updated only when it fails.
+  (cd "$dir" && apt-get download -q prometheus >/dev/null 2>&1) ||
+    { as_root apt-get update -q >/dev/null && (cd "$dir" && apt-get download -q prometheus >/dev/null); } ||
+    { log "cannot download Debian's prometheus package"; exit 1; }
+  local deb version
+  deb=$(echo "$dir"/prometheus_*.deb)
+  version=$(dpkg-deb -f "$deb" Version)
+  [[ $version == "$PROMETHEUS_VERSION".* ]] ||
+    { log "Debian serves prometheus $version, the tests expect $PROMETHEUS_VERSION (set PROMETHEUS_VERSION)"; exit 1; }
+  dpkg-deb -x "$deb" "$dir/root"
+  cp "$dir/root/usr/bin/promtool" "$tool.tmp" && mv "$tool.tmp" "$tool"
+  cp "$dir/root/usr/bin/prometheus" "$bin.tmp" && mv "$bin.tmp" "$bin"
+  rm -rf "$dir"
+}
+
 # Gatekeeper and Helm first: the longest builds run in the background while the others install or build, and the
-# script fails if one of them failed.
-[[ $# -gt 0 ]] || set -- gatekeeper helm etcd kube-apiserver opa minio postgres
+# script fails if one of them failed. The apt users (prometheus, etcd, postgres) run one after the other: apt's
+# locks allow one package list update at a time.
+[[ $# -gt 0 ]] || set -- gatekeeper helm prometheus etcd kube-apiserver opa minio postgres
 background=()
 for s in "$@"; do
   case $s in
@@ -161,6 +186,7 @@ for s in "$@"; do
     postgres) install_postgres ;;
     gatekeeper) install_gatekeeper & background+=($!) ;;
     helm) install_helm & background+=($!) ;;
+    prometheus) install_prometheus ;;
     *) log "unknown server $s"; exit 2 ;;
   esac
 done

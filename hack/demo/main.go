@@ -3,7 +3,7 @@
 
 // Command demo runs the whole otelcol-policy pipeline on this machine, for `make demo` and `make demo-stop`:
 // etcd and kube-apiserver with the report CRDs, OPA uploading its decision log to the collector, MinIO, a
-// Kafka-protocol broker, the results server and the collector, all in the background, with their logs and
+// Kafka-protocol broker, the results server, Prometheus (remote write from the collector) and the collector, all in the background, with their logs and
 // state under ./data/demo/. It then creates sample reports of every kind, asks OPA for decisions, writes
 // Gatekeeper violations to the collector's socket, and shows where each record went.
 //
@@ -33,8 +33,8 @@ var files embed.FS
 
 const usage = `usage: demo up | down | status | consume [--event E] [--n N] | kafka --port N --dir DIR
 
-  up      start etcd, kube-apiserver, OPA, MinIO, Kafka (kfake), the results server and the collector in the
-          background under ./data/demo, send sample reports and decisions, and print where they went
+  up      start etcd, kube-apiserver, OPA, MinIO, Kafka (kfake), the results server, Prometheus and the
+          collector in the background under ./data/demo, send sample reports and decisions, and print where they went
   down    stop what up started (the processes in ./data/demo/pids); the data stays
   status  show the processes and the report again
   consume print the records of the Kafka topic from the start (key, headers, value), optionally only those

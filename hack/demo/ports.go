@@ -27,6 +27,7 @@ type ports struct {
 	ResultsHTTP      int `json:"results_http"`
 	CollectorHealth  int `json:"collector_health"`
 	CollectorMetrics int `json:"collector_metrics"`
+	Prometheus       int `json:"prometheus"`
 }
 
 var defaultPorts = ports{
@@ -42,6 +43,7 @@ var defaultPorts = ports{
 	ResultsHTTP:      17080,
 	CollectorHealth:  13134,
 	CollectorMetrics: 18888,
+	Prometheus:       19090,
 }
 
 // MinIO's root credentials in the demo: local, loopback only, thrown away with ./data/demo.

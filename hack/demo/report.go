@@ -25,6 +25,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
+	"github.com/otelcol-policy/otelcol-policy/internal/promtest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
@@ -47,6 +48,11 @@ type report struct {
 	// file/metrics: requests (lines) and the metric names in them.
 	metricLines int
 	metricNames map[string]int
+	// prometheus: the current results by outcome (sum by (policy_result) (policy_results)), the decisions by
+	// result and action, and what the collector's exporter says it sent.
+	promResults   map[string]int
+	promDecisions map[string]int
+	promSent      int
 	// errors reading a destination, by destination.
 	errs map[string]error
 }
@@ -72,7 +78,8 @@ func (r *report) complete(wantDecisions int) bool {
 	return results > 0 && r.fileByEvent[policyresult.EventDecision] >= wantDecisions && r.fileByEvent[policyresult.EventSummary] > 0 &&
 		sum(r.s3ByEvent) == total && sum(r.kafkaByEvent) == total &&
 		r.fleet.Total == r.fileCurrent &&
-		r.metricNames[policyresult.MetricResults] > 0 && r.metricNames[policyresult.MetricDecisions] > 0
+		r.metricNames[policyresult.MetricResults] > 0 && r.metricNames[policyresult.MetricDecisions] > 0 &&
+		sum(r.promResults) == r.fleet.Total && sum(r.promDecisions) == wantDecisions
 }
 
 // waitReport reads every destination until complete or timeout, and returns the last reading.
@@ -113,6 +120,9 @@ func readReport(ctx context.Context, e env, st state) *report {
 	}
 	if err := readMetrics(e, r); err != nil {
 		r.errs["file/metrics"] = err
+	}
+	if err := readPrometheus(st, r); err != nil {
+		r.errs["prometheus_remote_write"] = err
 	}
 	return r
 }
@@ -340,6 +350,45 @@ func readMetrics(e env, r *report) error {
 	})
 }
 
+// The queries the report shows, as a user would type them.
+const (
+	queryResults   = `sum by (policy_result) (policy_results)`
+	queryDecisions = `sum by (policy_result, policy_decision_action) (policy_decisions_total)`
+	querySent      = `sum(otelcol_exporter_sent_metric_points{exporter="prometheus_remote_write"})`
+)
+
+// readPrometheus asks the demo's Prometheus, over its HTTP API, what the collector wrote to it and scraped from it.
+func readPrometheus(st state, r *report) error {
+	prom := promtest.New(prometheusURL(st.Ports))
+	r.promResults, r.promDecisions, r.promSent = map[string]int{}, map[string]int{}, 0
+	results, err := prom.Query(queryResults)
+	if err != nil {
+		return err
+	}
+	for _, s := range results {
+		r.promResults[s.Labels["policy_result"]] = int(s.Value)
+	}
+	decisions, err := prom.Query(queryDecisions)
+	if err != nil {
+		return err
+	}
+	for _, s := range decisions {
+		key := s.Labels["policy_result"]
+		if a := s.Labels["policy_decision_action"]; a != "" {
+			key += "/" + a
+		}
+		r.promDecisions[key] = int(s.Value)
+	}
+	sent, err := prom.Query(querySent)
+	if err != nil {
+		return err
+	}
+	if len(sent) == 1 {
+		r.promSent = int(sent[0].Value)
+	}
+	return nil
+}
+
 // byLine formats counts as "policy.result 31, policy.decision 9".
 func byLine(m map[string]int, order ...string) string {
 	keys := make([]string, 0, len(m))
@@ -373,6 +422,14 @@ func byLine(m map[string]int, order ...string) string {
 	return strings.Join(parts, ", ")
 }
 
+func outcomeNames() []string {
+	out := make([]string, 0, len(policyresult.Outcomes))
+	for _, o := range policyresult.Outcomes {
+		out = append(out, string(o))
+	}
+	return out
+}
+
 var events = []string{policyresult.EventResult, policyresult.EventScan, policyresult.EventDecision, policyresult.EventSummary}
 
 func truncate(s string, n int) string {
@@ -394,6 +451,8 @@ func printReport(e env, st state, r *report, b binaries) {
 	row("results_grpc", fmt.Sprintf("results server 127.0.0.1:%d", p.ResultsGRPC), fmt.Sprintf("%d current results in cluster demo (policy.result only): pass %d, fail %d, warn %d, error %d, skip %d",
 		r.fleet.Total, r.fleet.Pass, r.fleet.Fail, r.fleet.Warn, r.fleet.Error, r.fleet.Skip))
 	row("file/metrics", e.rel(metricsFile(e)), fmt.Sprintf("%d metrics requests: data points %s", r.metricLines, byLine(r.metricNames)))
+	row("prometheus", prometheusURL(p)+" (remote write)", fmt.Sprintf("policy_results %d current results, policy_decisions_total %d decisions",
+		sum(r.promResults), sum(r.promDecisions)))
 	for dest, err := range r.errs {
 		fmt.Printf("!! %s: %v\n", dest, err)
 	}
@@ -413,6 +472,12 @@ func printReport(e env, st state, r *report, b binaries) {
 	}
 
 	fmt.Println()
+	fmt.Printf("---- Prometheus %s: PromQL over the HTTP API ----\n", prometheusURL(p))
+	fmt.Printf("%-70s %s\n", queryResults, byLine(r.promResults, outcomeNames()...))
+	fmt.Printf("%-70s %s\n", queryDecisions, byLine(r.promDecisions))
+	fmt.Printf("%-70s %d (the collector's own metrics, scraped)\n", querySent, r.promSent)
+
+	fmt.Println()
 	fmt.Printf("---- fleet view: %s fleet --db sqlite://%s --limit 10 ----\n", e.rel(b.resultsServer), e.rel(e.path("results.db")))
 	out, err := exec.Command(b.resultsServer, "fleet", "--db", resultsDSN(e), "--limit", "10").CombinedOutput()
 	fmt.Print(string(out))
@@ -428,13 +493,14 @@ Look further (docs/demo.md has more):
   logs of every process        ls %s
   the records, as the file     head -c 2000 %s
   the fleet view over HTTP     curl -s http://127.0.0.1:%d/v1/fleet/failing?limit=5
+  Prometheus (PromQL)          curl -sG %s/api/v1/query --data-urlencode 'query=policy_results{policy_result="fail"} > 0'
   the cluster                  KUBECONFIG=%s kubectl get policyreports,vulnerabilityreports -A
   OPA's policy                 curl -s http://127.0.0.1:%d/v1/policies
   the Kafka topic              go run ./hack/demo consume
   MinIO console                http://127.0.0.1:%d  (%s / %s)
   this report again            go run ./hack/demo status
 Stop: make demo-stop (the data stays in %s; rm -rf it to delete).
-`, e.rel(e.path("logs")), e.rel(resultsFile(e)), p.ResultsHTTP, e.rel(e.path("kubeconfig")), p.OPA, p.MinIOConsole,
+`, e.rel(e.path("logs")), e.rel(resultsFile(e)), p.ResultsHTTP, prometheusURL(p), e.rel(e.path("kubeconfig")), p.OPA, p.MinIOConsole,
 		st.MinIOUser, st.MinIOPassword, e.rel(e.dir))
 }
 

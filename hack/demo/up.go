@@ -25,11 +25,12 @@ import (
 
 	"github.com/otelcol-policy/otelcol-policy/internal/miniotest"
 	"github.com/otelcol-policy/otelcol-policy/internal/opatest"
+	"github.com/otelcol-policy/otelcol-policy/internal/promtest"
 	"github.com/otelcol-policy/otelcol-policy/internal/testproc"
 )
 
 type binaries struct {
-	collector, resultsServer, opa, minio string
+	collector, resultsServer, opa, minio, prometheus string
 }
 
 func findBinaries(e env) (binaries, error) {
@@ -38,13 +39,14 @@ func findBinaries(e env) (binaries, error) {
 		resultsServer: filepath.Join(e.root, "bin", "results-server"),
 		opa:           testproc.CachedBinary("opa", opatest.Version),
 		minio:         testproc.CachedBinary("minio", miniotest.MinIOVersion),
+		prometheus:    promtest.BinaryPath(),
 	}
 	for _, p := range []string{b.collector, b.resultsServer} {
 		if !exists(p) {
 			return b, fmt.Errorf("%s not found: run `make build` (make demo does)", p)
 		}
 	}
-	for _, p := range []string{b.opa, b.minio} {
+	for _, p := range []string{b.opa, b.minio, b.prometheus} {
 		if !exists(p) {
 			return b, fmt.Errorf("%s not found: run `make test-servers` (make demo does)", p)
 		}
@@ -128,7 +130,7 @@ func up() (err error) {
 		return err
 	}
 	// The other servers start at once and are waited for one by one.
-	if err := step(fmt.Sprintf("MinIO :%d, Kafka (kfake) :%d, results server :%d, OPA :%d", p.MinIO, p.Kafka, p.ResultsGRPC, p.OPA), func() error {
+	if err := step(fmt.Sprintf("MinIO :%d, Kafka :%d, results server :%d, OPA :%d, Prometheus :%d", p.MinIO, p.Kafka, p.ResultsGRPC, p.OPA, p.Prometheus), func() error {
 		return startServers(ctx, e, p, bins)
 	}); err != nil {
 		return err
@@ -183,8 +185,8 @@ func up() (err error) {
 	return nil
 }
 
-// startServers starts MinIO, the Kafka-protocol broker, the results server and OPA, and waits until each one
-// answers.
+// startServers starts MinIO, the Kafka-protocol broker, the results server, OPA and Prometheus, and waits until
+// each one answers.
 func startServers(ctx context.Context, e env, p ports, b binaries) error {
 	if _, err := start(e, "minio", []string{
 		"MINIO_ROOT_USER=" + minioUser, "MINIO_ROOT_PASSWORD=" + minioPassword,
@@ -232,6 +234,9 @@ decision_logs:
 		filepath.Join(opaDir, "policy.rego")); err != nil {
 		return err
 	}
+	if err := startPrometheus(e, p, b); err != nil {
+		return err
+	}
 
 	base := "http://127.0.0.1:"
 	checks := []struct {
@@ -242,6 +247,7 @@ decision_logs:
 		{"kafka", func() error { return dial(p.Kafka) }},
 		{"results-server", func() error { return httpOK(base + strconv.Itoa(p.ResultsHTTP) + "/v1/fleet") }},
 		{"opa", func() error { return httpOK(base + strconv.Itoa(p.OPA) + "/health") }},
+		{"prometheus", promtest.New(prometheusURL(p)).Ready},
 	}
 	for _, c := range checks {
 		if err := waitReady(ctx, e, c.name, 60*time.Second, c.ready); err != nil {
@@ -250,6 +256,26 @@ decision_logs:
 	}
 	return nil
 }
+
+// startPrometheus starts Prometheus with its remote write receiver on, for the collector's prometheus_remote_write
+// exporter, scraping the collector's own metrics every 5 s.
+func startPrometheus(e env, p ports, b binaries) error {
+	dir := e.path("prometheus")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	cfg := promtest.Config(promtest.Options{
+		Targets:  []promtest.Target{{Job: "otelcol-policy", Address: "127.0.0.1:" + strconv.Itoa(p.CollectorMetrics)}},
+		Interval: 5 * time.Second,
+	})
+	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(cfg), 0o644); err != nil {
+		return err
+	}
+	_, err := start(e, "prometheus", nil, b.prometheus, promtest.Args(dir, "127.0.0.1:"+strconv.Itoa(p.Prometheus))...)
+	return err
+}
+
+func prometheusURL(p ports) string { return "http://127.0.0.1:" + strconv.Itoa(p.Prometheus) }
 
 func resultsDSN(e env) string { return "sqlite://" + e.path("results.db") }
 
