@@ -29,6 +29,8 @@ var exampleEnv = []string{
 	"OTELCOL_POLICY_CLUSTER_NAME=prod-eu-1", "KAFKA_BROKERS=kafka:9092", "S3_BUCKET=policy-results",
 	"AWS_REGION=eu-west-1", "OTLP_ENDPOINT=https://otlp.example.com", "OTLP_TOKEN=token",
 	"RESULTS_SERVER=results.example.com:443", "ENVIRONMENT=prod",
+	// The downward API's, which k8s_events reads.
+	"K8S_POD_NAME=otelcol-policy-7d9f8-abcde", "K8S_POD_NAMESPACE=otelcol-policy", "K8S_POD_UID=0b7f7c1e-6a52-4c1e-9f35-1d2a4b6c8e01",
 }
 
 func examples(t *testing.T) []string {

@@ -5,7 +5,6 @@ package distribution_test
 
 import (
 	"encoding/json"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -343,25 +342,9 @@ func countFiles(t *testing.T, dir, ext string) int {
 func chartWithTestFiles(t *testing.T) string {
 	t.Helper()
 	dir := filepath.Join(t.TempDir(), "otelcol-policy")
-	for _, src := range []string{chartDir(t), filepath.Join("testdata", "helm")} {
-		require.NoError(t, filepath.WalkDir(src, func(path string, d fs.DirEntry, err error) error {
-			if err != nil || d.IsDir() || (src != chartDir(t) && !strings.HasPrefix(path, filepath.Join(src, "files"))) {
-				return err
-			}
-			rel, err := filepath.Rel(src, path)
-			if err != nil {
-				return err
-			}
-			raw, err := os.ReadFile(path)
-			if err != nil {
-				return err
-			}
-			if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, rel)), 0o755); err != nil {
-				return err
-			}
-			return os.WriteFile(filepath.Join(dir, rel), raw, 0o600)
-		}))
-	}
+	require.NoError(t, os.CopyFS(dir, os.DirFS(chartDir(t))))
+	// The test files have names of their own: CopyFS does not overwrite.
+	require.NoError(t, os.CopyFS(filepath.Join(dir, "files"), os.DirFS(filepath.Join("testdata", "helm", "files"))))
 	return dir
 }
 

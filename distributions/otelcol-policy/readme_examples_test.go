@@ -4,6 +4,7 @@
 package distribution_test
 
 import (
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -33,12 +34,14 @@ var standIns = map[string]map[string]any{
 	"processors::memory_limiter": {"check_interval": "1s", "limit_percentage": 80, "spike_limit_percentage": 20},
 	"exporters::debug":           {},
 	"exporters::otlp_http":       {"endpoint": "https://otlp.example.com"},
+	"extensions::health_check":   {},
+	"extensions::file_storage":   {},
 }
 
 // completeConfig makes a README block a config the collector loads. A README shows the part of a config its
 // component needs; the rest is added: an otlp receiver or a debug exporter when the block defines none, a
 // stand-in for a component its pipelines name but it leaves out, every extension it defines in
-// service::extensions, and, without pipelines, a logs pipeline through everything it defines (every component a
+// service::extensions (and a stand-in for one it names but leaves out), and, without pipelines, a logs pipeline through everything it defines (every component a
 // README shows takes logs). A file_storage directory, a volume in production, is dir.
 func completeConfig(t *testing.T, cfg map[string]any, dir string) map[string]any {
 	t.Helper()
@@ -58,12 +61,25 @@ func completeConfig(t *testing.T, cfg map[string]any, dir string) map[string]any
 		slices.SortFunc(out, func(a, b any) int { return strings.Compare(a.(string), b.(string)) })
 		return out
 	}
+	service := section("service")
+	named, _ := service["extensions"].([]any)
+	for _, id := range named {
+		if _, ok := section("extensions")[id.(string)]; ok {
+			continue
+		}
+		standIn, ok := standIns["extensions::"+id.(string)]
+		require.True(t, ok, "service::extensions names %s, which the block does not define and has no stand-in", id)
+		section("extensions")[id.(string)] = maps.Clone(standIn)
+	}
 	for id, ext := range section("extensions") {
+		if ext == nil {
+			ext = map[string]any{}
+			section("extensions")[id] = ext
+		}
 		if m, ok := ext.(map[string]any); ok && strings.Split(id, "/")[0] == "file_storage" {
 			m["directory"] = dir
 		}
 	}
-	service := section("service")
 	pipelines, _ := service["pipelines"].(map[string]any)
 	if len(pipelines) == 0 {
 		if len(section("receivers")) == 0 {
