@@ -36,13 +36,24 @@ type ports = collectortest.DefaultPorts
 
 // start runs the default config with the ports overlay and, when set, the test's own overlay extra.
 func start(t *testing.T, dir, extra string, env ...string) (*collectortest.Collector, ports) {
+	return startOverlays(t, dir, env, extra)
+}
+
+// startOverlays runs the default config with the ports overlay and then each non-empty overlay, merged in order.
+func startOverlays(t *testing.T, dir string, env []string, overlays ...string) (*collectortest.Collector, ports) {
 	ov, p := collectortest.DefaultConfigOverlay(t, dir)
 	if len(env) == 0 {
 		env = []string{"KUBECONFIG=" + filepath.Join(dir, "no-kubeconfig")}
 	}
 	configs := []string{defaultConfig(t), ov}
-	if extra != "" {
+	for i, extra := range overlays {
+		if extra == "" {
+			continue
+		}
 		path := filepath.Join(dir, "extra.yaml")
+		if i > 0 {
+			path = filepath.Join(dir, fmt.Sprintf("extra-%d.yaml", i))
+		}
 		require.NoError(t, os.WriteFile(path, []byte(extra), 0o600))
 		configs = append(configs, path)
 	}

@@ -252,3 +252,34 @@ func (s *Server) Value(promql string) (float64, error) {
 	}
 	return samples[0].Value, nil
 }
+
+// Alert is one alert of GET /api/v1/alerts: its labels (alertname included), its state (pending or firing) and
+// its annotations.
+type Alert struct {
+	Labels      map[string]string `json:"labels"`
+	Annotations map[string]string `json:"annotations"`
+	State       string            `json:"state"`
+}
+
+// Alerts returns the alerts Prometheus holds now, pending and firing (GET /api/v1/alerts).
+func (s *Server) Alerts() ([]Alert, error) {
+	resp, err := s.hc.Get(s.URL + "/api/v1/alerts")
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	var body struct {
+		Status string `json:"status"`
+		Error  string `json:"error"`
+		Data   struct {
+			Alerts []Alert `json:"alerts"`
+		} `json:"data"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&body); err != nil {
+		return nil, fmt.Errorf("alerts: %s: %w", resp.Status, err)
+	}
+	if body.Status != "success" {
+		return nil, fmt.Errorf("alerts: %s", body.Error)
+	}
+	return body.Data.Alerts, nil
+}
