@@ -14,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -25,6 +26,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
+	"github.com/otelcol-policy/otelcol-policy/internal/dashboards"
 	"github.com/otelcol-policy/otelcol-policy/internal/promtest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
@@ -476,6 +478,7 @@ func printReport(e env, st state, r *report, b binaries) {
 	fmt.Printf("%-70s %s\n", queryResults, byLine(r.promResults, outcomeNames()...))
 	fmt.Printf("%-70s %s\n", queryDecisions, byLine(r.promDecisions))
 	fmt.Printf("%-70s %d (the collector's own metrics, scraped)\n", querySent, r.promSent)
+	printDashboards(e, p)
 
 	fmt.Println()
 	fmt.Printf("---- fleet view: %s fleet --db sqlite://%s --limit 10 ----\n", e.rel(b.resultsServer), e.rel(e.path("results.db")))
@@ -483,6 +486,35 @@ func printReport(e env, st state, r *report, b binaries) {
 	fmt.Print(string(out))
 	if err != nil {
 		fmt.Println("!! fleet:", err)
+	}
+}
+
+// printDashboards runs every panel query of the chart's Grafana dashboards against the demo's Prometheus, the
+// variables at All, and says how many answer; the others are listed (panels of faults that did not happen).
+func printDashboards(e env, p ports) {
+	all, err := dashboards.Load(filepath.Join(e.root, dashboards.Dir))
+	if err != nil {
+		fmt.Println("!! dashboards:", err)
+		return
+	}
+	prom := promtest.New(prometheusURL(p))
+	total, answered := 0, 0
+	var empty []string
+	for _, d := range all {
+		for _, a := range d.Run(prom, d.All(), "5m") {
+			total++
+			if a.Answered() {
+				answered++
+			} else if a.Err != nil {
+				empty = append(empty, a.String())
+			} else {
+				empty = append(empty, a.Dashboard+" "+a.Query.String())
+			}
+		}
+	}
+	fmt.Printf("dashboards (%s): %d of %d panel queries answer\n", dashboards.Dir, answered, total)
+	for _, q := range empty {
+		fmt.Printf("  no data: %s\n", q)
 	}
 }
 
