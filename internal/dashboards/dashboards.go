@@ -10,6 +10,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -47,14 +48,15 @@ func (q Query) String() string { return q.Panel + "/" + q.RefID }
 
 // Load reads every *.json dashboard of dir, in name order.
 func Load(dir string) ([]Dashboard, error) {
-	files, err := filepath.Glob(filepath.Join(dir, "*.json"))
+	fsys := os.DirFS(dir)
+	files, err := fs.Glob(fsys, "*.json")
 	if err != nil {
 		return nil, err
 	}
 	sort.Strings(files)
 	out := make([]Dashboard, 0, len(files))
 	for _, f := range files {
-		raw, err := os.ReadFile(f)
+		raw, err := fs.ReadFile(fsys, f)
 		if err != nil {
 			return nil, err
 		}
