@@ -9,8 +9,8 @@ package dashboards // import "github.com/otelcol-policy/otelcol-policy/internal/
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"regexp"
