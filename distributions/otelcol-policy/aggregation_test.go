@@ -4,11 +4,9 @@
 package distribution_test
 
 import (
-	"bufio"
 	"bytes"
 	"fmt"
 	"net/http"
-	"os"
 	"path/filepath"
 	"testing"
 	"time"
@@ -53,16 +51,8 @@ func readSummaries(t *testing.T, dir string) []policyresult.Summary {
 // lastMetrics returns, per metric name and sorted attributes, the last value the file exporter wrote.
 func lastMetrics(t *testing.T, dir string) map[string]int64 {
 	out := map[string]int64{}
-	f, err := os.Open(filepath.Join(dir, metricsFile))
-	if os.IsNotExist(err) {
-		return out
-	}
-	require.NoError(t, err)
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	sc.Buffer(nil, 16<<20)
-	for sc.Scan() {
-		md, err := (&pmetric.JSONUnmarshaler{}).UnmarshalMetrics(sc.Bytes())
+	for line := range collectortest.CompleteLines(t, filepath.Join(dir, metricsFile)) {
+		md, err := (&pmetric.JSONUnmarshaler{}).UnmarshalMetrics(line)
 		require.NoError(t, err)
 		for _, rm := range md.ResourceMetrics().All() {
 			for _, sm := range rm.ScopeMetrics().All() {
@@ -80,7 +70,6 @@ func lastMetrics(t *testing.T, dir string) map[string]int64 {
 			}
 		}
 	}
-	require.NoError(t, sc.Err())
 	return out
 }
 

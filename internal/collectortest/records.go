@@ -4,7 +4,8 @@
 package collectortest // import "github.com/otelcol-policy/otelcol-policy/internal/collectortest"
 
 import (
-	"bufio"
+	"bytes"
+	"iter"
 	"os"
 	"testing"
 
@@ -16,26 +17,24 @@ import (
 // the contrib file exporter write). A file that does not exist yet holds no records.
 func EachFileRecord(t testing.TB, path string, f func(res pcommon.Resource, lr plog.LogRecord)) {
 	t.Helper()
-	file, err := os.Open(path)
-	if os.IsNotExist(err) {
-		return
-	}
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer file.Close()
-	sc := bufio.NewScanner(file)
-	sc.Buffer(nil, 64<<20)
-	for sc.Scan() {
-		ld, err := (&plog.JSONUnmarshaler{}).UnmarshalLogs(sc.Bytes())
+	for line := range CompleteLines(t, path) {
+		ld, err := (&plog.JSONUnmarshaler{}).UnmarshalLogs(line)
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
 		eachLogRecord(ld, f)
 	}
-	if err := sc.Err(); err != nil {
-		t.Fatalf("%s: %v", path, err)
+}
+
+// CompleteLines are the lines of a file an exporter appends to while the test reads it: a last line without its
+// newline is one still being written, left for the next read. A file that does not exist yet has none.
+func CompleteLines(t testing.TB, path string) iter.Seq[[]byte] {
+	t.Helper()
+	data, err := os.ReadFile(path)
+	if err != nil && !os.IsNotExist(err) {
+		t.Fatal(err)
 	}
+	return bytes.Lines(data[:bytes.LastIndexByte(data, '\n')+1])
 }
 
 func eachLogRecord(ld plog.Logs, f func(res pcommon.Resource, lr plog.LogRecord)) {
