@@ -55,6 +55,9 @@ type report struct {
 	promResults   map[string]int
 	promDecisions map[string]int
 	promSent      int
+	// the collector's own counters of what it bounded or could not do: rejected decision inputs by listener and
+	// reason, report receiver faults by kind and reason, failed sends by exporter.
+	promRejected, promFaults, promSendFailed map[string]int
 	// errors reading a destination, by destination.
 	errs map[string]error
 }
@@ -357,6 +360,9 @@ const (
 	queryResults   = `sum by (policy_result) (policy_results)`
 	queryDecisions = `sum by (policy_result, policy_decision_action) (policy_decisions_total)`
 	querySent      = `sum(otelcol_exporter_sent_metric_points{exporter="prometheus_remote_write"})`
+	queryRejected  = `sum by (listener, reason) (otelcol_receiver_decision_logs_rejected)`
+	queryFaults    = `sum by (kind, reason) (otelcol_receiver_k8s_reports_errors)`
+	querySendFail  = `sum by (exporter) (otelcol_exporter_send_failed_metric_points)`
 )
 
 // readPrometheus asks the demo's Prometheus, over its HTTP API, what the collector wrote to it and scraped from it.
@@ -388,7 +394,34 @@ func readPrometheus(st state, r *report) error {
 	if len(sent) == 1 {
 		r.promSent = int(sent[0].Value)
 	}
+	for q, m := range map[string]*map[string]int{queryRejected: &r.promRejected, queryFaults: &r.promFaults, querySendFail: &r.promSendFailed} {
+		if *m, err = queryBy(prom, q); err != nil {
+			return err
+		}
+	}
 	return nil
+}
+
+// queryBy runs promql and returns its values keyed by the values of its labels, joined by "/" in name order.
+func queryBy(prom *promtest.Server, promql string) (map[string]int, error) {
+	samples, err := prom.Query(promql)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]int{}
+	for _, s := range samples {
+		names := make([]string, 0, len(s.Labels))
+		for n := range s.Labels {
+			names = append(names, n)
+		}
+		sort.Strings(names)
+		vals := make([]string, 0, len(names))
+		for _, n := range names {
+			vals = append(vals, s.Labels[n])
+		}
+		out[strings.Join(vals, "/")] = int(s.Value)
+	}
+	return out, nil
 }
 
 // byLine formats counts as "policy.result 31, policy.decision 9".
@@ -478,6 +511,9 @@ func printReport(e env, st state, r *report, b binaries) {
 	fmt.Printf("%-70s %s\n", queryResults, byLine(r.promResults, outcomeNames()...))
 	fmt.Printf("%-70s %s\n", queryDecisions, byLine(r.promDecisions))
 	fmt.Printf("%-70s %d (the collector's own metrics, scraped)\n", querySent, r.promSent)
+	fmt.Printf("%-70s %s (the upload of %d events)\n", queryRejected, byLine(r.promRejected), floodEvents)
+	fmt.Printf("%-70s %s (samples/45-malformed.yaml)\n", queryFaults, byLine(r.promFaults))
+	fmt.Printf("%-70s %s (points of the writes during the outage)\n", querySendFail, byLine(r.promSendFailed))
 	printDashboards(e, p)
 
 	fmt.Println()
@@ -489,17 +525,14 @@ func printReport(e env, st state, r *report, b binaries) {
 	}
 }
 
-// printDashboards runs every panel query of the chart's Grafana dashboards against the demo's Prometheus, the
-// variables at All, and says how many answer; the others are listed (panels of faults that did not happen).
-func printDashboards(e env, p ports) {
+// runDashboards runs every panel query of the chart's Grafana dashboards against the demo's Prometheus, the
+// variables at All, and returns how many answer and the others.
+func runDashboards(e env, p ports) (answered, total int, empty []string, err error) {
 	all, err := dashboards.Load(filepath.Join(e.root, dashboards.Dir))
 	if err != nil {
-		fmt.Println("!! dashboards:", err)
-		return
+		return 0, 0, nil, err
 	}
 	prom := promtest.New(prometheusURL(p))
-	total, answered := 0, 0
-	var empty []string
 	for _, d := range all {
 		for _, a := range d.Run(prom, d.All(), "5m") {
 			total++
@@ -511,6 +544,16 @@ func printDashboards(e env, p ports) {
 				empty = append(empty, a.Dashboard+" "+a.Query.String())
 			}
 		}
+	}
+	return answered, total, empty, nil
+}
+
+// printDashboards says how many panel queries answer and lists the others.
+func printDashboards(e env, p ports) {
+	answered, total, empty, err := runDashboards(e, p)
+	if err != nil {
+		fmt.Println("!! dashboards:", err)
+		return
 	}
 	fmt.Printf("dashboards (%s): %d of %d panel queries answer\n", dashboards.Dir, answered, total)
 	for _, q := range empty {

@@ -172,8 +172,48 @@ func up() (err error) {
 	}
 	wantDecisions := len(opaIDs) + len(gatekeeperLines())
 
+	// Over time: Prometheus counts an increase from a counter's second sample on, so a second round of
+	// decisions after the first emission reached it is what the dashboards' denied share is made of.
+	if err := step(fmt.Sprintf("policy_metrics' first emission in Prometheus (%d decisions)", wantDecisions), func() error {
+		return waitDecisionsInPrometheus(ctx, p, wantDecisions, 60*time.Second)
+	}); err != nil {
+		return err
+	}
+	if err := step("OPA decisions, a second round", func() error {
+		ids, err := askOPA(ctx, p)
+		opaIDs = append(opaIDs, ids...)
+		return err
+	}); err != nil {
+		return err
+	}
+	wantDecisions = len(opaIDs) + len(gatekeeperLines())
+
+	// Bad input and a failing destination: what the collector bounds and counts.
+	fmt.Println("demo: bad input and an outage")
+	var flood string
+	if err := step(fmt.Sprintf("an upload of %d decision events to the OPA endpoint", floodEvents), func() error {
+		var err error
+		flood, err = floodOPA(ctx, p)
+		return err
+	}); err != nil {
+		return err
+	}
+	fmt.Println("   ", flood)
+	if err := step("Prometheus stopped until a remote write fails, started again", func() error {
+		return prometheusOutage(ctx, e, p, bins)
+	}); err != nil {
+		return err
+	}
+
 	fmt.Println("demo: waiting for the records at every destination (at most 90 s)")
 	r := waitReport(ctx, e, st, wantDecisions, 90*time.Second)
+	if r.complete(wantDecisions) {
+		// The rates and increases of the panels need a second sample after the outage: 2 scrapes, 10 s.
+		_ = pollUntil(ctx, "every panel query answers", 30*time.Second, func() (bool, error) {
+			answered, total, _, err := runDashboards(e, p)
+			return err == nil && answered == total, err
+		})
+	}
 	printReport(e, st, r, bins)
 	fmt.Printf("\ndemo: up in %.0fs. Everything keeps running in the background; `make demo-stop` stops it.\n", time.Since(t0).Seconds())
 	printHints(e, st)
