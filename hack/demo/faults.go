@@ -143,7 +143,16 @@ func prometheusOutage(ctx context.Context, e env, p ports, b binaries) error {
 	if err := movePid(e, "prometheus", at); err != nil {
 		return err
 	}
-	return waitReady(ctx, e, "prometheus", 60*time.Second, promtest.New(prometheusURL(p)).Ready)
+	prom := promtest.New(prometheusURL(p))
+	if err := waitReady(ctx, e, "prometheus", 60*time.Second, prom.Ready); err != nil {
+		return err
+	}
+	// A Prometheus that stops marks what it scraped stale: the collector's own metrics answer again only once the
+	// restarted one has scraped them, failures included.
+	return pollUntil(ctx, "the collector's metrics scraped again", 60*time.Second, func() (bool, error) {
+		got, err := prom.Query(`sum(` + failed + `)`)
+		return err == nil && len(got) == 1 && got[0].Value > 0, err
+	})
 }
 
 // stopProc stops one recorded process (SIGTERM to its group, SIGKILL after 10 s), removes it from
