@@ -58,17 +58,21 @@ func waitDecisionsInPrometheus(ctx context.Context, p ports, n int, timeout time
 // floodOPA uploads, as a misbehaving client would, one gzip chunk of more decision events than the receiver takes
 // in one upload, and returns its answer: the receiver refuses it whole (413) and counts it.
 func floodOPA(ctx context.Context, p ports) (string, error) {
-	var buf bytes.Buffer
-	gz := gzip.NewWriter(&buf)
+	var events bytes.Buffer
 	ts := time.Now().UTC().Format(time.RFC3339Nano)
-	gz.Write([]byte("["))
+	events.WriteByte('[')
 	for i := range floodEvents {
 		if i > 0 {
-			gz.Write([]byte(","))
+			events.WriteByte(',')
 		}
-		fmt.Fprintf(gz, `{"decision_id":"flood-%d","path":"demo/admission/decision","result":{"allowed":true},"timestamp":%q}`, i, ts)
+		fmt.Fprintf(&events, `{"decision_id":"flood-%d","path":"demo/admission/decision","result":{"allowed":true},"timestamp":%q}`, i, ts)
 	}
-	gz.Write([]byte("]"))
+	events.WriteByte(']')
+	var buf bytes.Buffer
+	gz := gzip.NewWriter(&buf)
+	if _, err := gz.Write(events.Bytes()); err != nil {
+		return "", err
+	}
 	if err := gz.Close(); err != nil {
 		return "", err
 	}
