@@ -28,11 +28,15 @@ type dialect struct {
 	// embedded SQLite has no round trip, and its driver looks each numbered parameter up by name, which grows
 	// with the statement: one row per statement is fastest there.
 	statementRows int
+	// skipLocked ends the row-selecting subquery of a prune (see prune.sql): SQLite has one writer at a time and
+	// no row locks.
+	skipLocked string
 }
 
 var (
 	sqliteDialect   = dialect{name: "sqlite", statementRows: 1}
-	postgresDialect = dialect{name: "postgres", migrationLock: `SELECT pg_advisory_xact_lock(7202611221)`, statementRows: 200}
+	postgresDialect = dialect{name: "postgres", migrationLock: `SELECT pg_advisory_xact_lock(7202611221)`, statementRows: 200,
+		skipLocked: " FOR UPDATE SKIP LOCKED"}
 )
 
 // sqlitePragmas: WAL lets the fleet view read while a request writes; busy_timeout makes concurrent writers

@@ -41,6 +41,9 @@ type metrics struct {
 	// only in the refused counter.
 	calls              [codes.Unauthenticated + 1]atomic.Uint64
 	accepted, rejected atomic.Uint64
+	// prunedHistory and prunedResolved count rows the retention deleted; pruneFailures, prunes of a table that
+	// failed.
+	prunedHistory, prunedResolved, pruneFailures atomic.Uint64
 }
 
 func (m *metrics) write(w io.Writer) error {
@@ -69,6 +72,13 @@ func (m *metrics) write(w io.Writer) error {
 	p("# TYPE results_server_results_total counter\n")
 	p("results_server_results_total{outcome=\"accepted\"} %d\n", m.accepted.Load())
 	p("results_server_results_total{outcome=\"rejected\"} %d\n", m.rejected.Load())
+	p("# HELP results_server_pruned_rows_total Rows the retention deleted, by table.\n")
+	p("# TYPE results_server_pruned_rows_total counter\n")
+	p("results_server_pruned_rows_total{table=%q} %d\n", historyPrune.table, m.prunedHistory.Load())
+	p("results_server_pruned_rows_total{table=%q} %d\n", resolvedPrune.table, m.prunedResolved.Load())
+	p("# HELP results_server_prune_failures_total Prunes of a table that failed; the next prune tries again.\n")
+	p("# TYPE results_server_prune_failures_total counter\n")
+	p("results_server_prune_failures_total %d\n", m.pruneFailures.Load())
 	return err
 }
 

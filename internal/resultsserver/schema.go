@@ -80,6 +80,12 @@ var migrations = [][]string{
 		)`,
 		`CREATE INDEX result_history_by_key ON result_history (key)`,
 	},
+	{
+		// What the retention selects by (see retention.go). IF NOT EXISTS: an operator who made them by hand
+		// before upgrading, to prune a large database themselves, still migrates.
+		`CREATE INDEX IF NOT EXISTS result_history_by_received ON result_history (received_unix_nano)`,
+		`CREATE INDEX IF NOT EXISTS results_by_resolved_updated ON results (resolved, updated_unix_nano)`,
+	},
 }
 
 // SchemaVersion is the schema version this server writes.

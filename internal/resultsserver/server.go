@@ -30,6 +30,9 @@ type Config struct {
 	Tokens []string
 	// Limits bound the gRPC API; zero fields take their defaults.
 	Limits Limits
+	// Retention prunes old history and resolved results when RunRetention runs; the zero value keeps
+	// everything.
+	Retention Retention
 	// Logger may be nil.
 	Logger *zap.Logger
 }
@@ -44,6 +47,9 @@ type Server struct {
 	logger  *zap.Logger
 	// now is the clock of received and updated times; tests fix it.
 	now func() time.Time
+
+	// retention is what RunRetention prunes; its clock is now.
+	retention Retention
 }
 
 // Open opens the database, creating the schema or migrating it to the current version.
@@ -53,6 +59,9 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		logger = zap.NewNop()
 	}
 	if err := cfg.Limits.Validate(); err != nil {
+		return nil, fmt.Errorf("resultsserver: %w", err)
+	}
+	if err := cfg.Retention.Validate(); err != nil {
 		return nil, fmt.Errorf("resultsserver: %w", err)
 	}
 	tokens := make([][]byte, 0, len(cfg.Tokens))
@@ -66,7 +75,8 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resultsserver: %w", err)
 	}
-	return &Server{store: st, tokens: tokens, limits: cfg.Limits.withDefaults(), logger: logger, now: time.Now}, nil
+	return &Server{store: st, tokens: tokens, limits: cfg.Limits.withDefaults(),
+		retention: cfg.Retention.withDefaults(), logger: logger, now: time.Now}, nil
 }
 
 // GRPCServer returns a gRPC server with the ResultForwarder service registered, the token check (when tokens

@@ -5,6 +5,7 @@ package resultsserver
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -278,7 +279,7 @@ func TestOpenMigratesOnce(t *testing.T) {
 		require.NoError(t, err)
 		require.NoError(t, s.Close())
 		_, err = Open(context.Background(), Config{DB: dsn})
-		assert.ErrorContains(t, err, "the database schema is at version 99, newer than this server's 1")
+		assert.ErrorContains(t, err, fmt.Sprintf("the database schema is at version 99, newer than this server's %d", SchemaVersion))
 	})
 }
 
