@@ -35,6 +35,7 @@ const shutdownTimeout = 10 * time.Second
 type serveOptions struct {
 	listen, db, tokenFile, tlsCert, tlsKey, clientCA, httpListen, logLevel string
 	limits                                                                 limitOptions
+	retention                                                              retentionOptions
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (serveOptions, error) {
@@ -50,10 +51,11 @@ func parseServeFlags(args []string, stderr io.Writer) (serveOptions, error) {
 	fs.StringVar(&o.httpListen, "http-listen", "", "fleet view HTTP listen address, host:port (off when empty)")
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	o.limits.register(fs)
+	o.retention.register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return serveOptions{}, err
 	}
-	if err := o.limits.validate(); err != nil {
+	if err := errors.Join(o.limits.validate(), o.retention.validate()); err != nil {
 		return serveOptions{}, usageError{fmt.Errorf("serve: %w", err)}
 	}
 	switch {
@@ -147,11 +149,17 @@ func serve(ctx context.Context, o serveOptions, logger *zap.Logger) error {
 	if err != nil {
 		return err
 	}
-	srv, err := resultsserver.Open(ctx, resultsserver.Config{DB: o.db, Tokens: tokens, Limits: o.limits.grpc, Logger: logger})
+	srv, err := resultsserver.Open(ctx, resultsserver.Config{DB: o.db, Tokens: tokens, Limits: o.limits.grpc,
+		Retention: o.retention.config(), Logger: logger})
 	if err != nil {
 		return err
 	}
 	defer srv.Close()
+	// The pruner stops before the database closes (deferred calls run last first), also when a listener fails.
+	pctx, stopPruning := context.WithCancel(ctx)
+	pruned := make(chan struct{})
+	go func() { srv.RunRetention(pctx); close(pruned) }()
+	defer func() { stopPruning(); <-pruned }()
 
 	var opts []grpc.ServerOption
 	if tlsCfg != nil {
