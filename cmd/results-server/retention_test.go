@@ -23,6 +23,9 @@ import (
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
+// defaultRetention is the retention the README documents: none.
+var defaultRetention = retentionOptions{interval: time.Hour}
+
 func TestRetentionFlags(t *testing.T) {
 	base := []string{"--listen", "127.0.0.1:0"}
 	o, err := parseServeFlags(base, io.Discard)

@@ -51,17 +51,17 @@ func TestParseServeFlags(t *testing.T) {
 		wantErr string
 	}{{
 		args: []string{"--listen", ":7443"},
-		want: serveOptions{listen: ":7443", db: DefaultDB, logLevel: "info", limits: defaultLimits},
+		want: serveOptions{listen: ":7443", db: DefaultDB, logLevel: "info", limits: defaultLimits, retention: defaultRetention},
 	}, {
 		args: []string{"--listen", "127.0.0.1:7443", "--db", "postgres://u:p@db:5432/results?sslmode=disable",
 			"--token-file", "tokens", "--tls-cert", "c.pem", "--tls-key", "k.pem", "--client-ca", "ca.pem",
 			"--http-listen", ":8080", "--log-level", "debug"},
 		want: serveOptions{listen: "127.0.0.1:7443", db: "postgres://u:p@db:5432/results?sslmode=disable",
 			tokenFile: "tokens", tlsCert: "c.pem", tlsKey: "k.pem", clientCA: "ca.pem", httpListen: ":8080", logLevel: "debug",
-			limits: defaultLimits},
+			limits: defaultLimits, retention: defaultRetention},
 	}, {
 		args: []string{"-listen=:1", "-db=sqlite:///var/lib/results.db"},
-		want: serveOptions{listen: ":1", db: "sqlite:///var/lib/results.db", logLevel: "info", limits: defaultLimits},
+		want: serveOptions{listen: ":1", db: "sqlite:///var/lib/results.db", logLevel: "info", limits: defaultLimits, retention: defaultRetention},
 	}, {
 		args: []string{"--listen", ":1", "--max-recv-msg-size", "1048576", "--max-results-per-request", "500",
 			"--max-concurrent-streams", "4", "--max-header-bytes", "8192", "--request-timeout", "5s",
@@ -75,7 +75,7 @@ func TestParseServeFlags(t *testing.T) {
 			maxConcurrentStreams: 4, maxHeaderBytes: 8192, maxConnections: 10, httpMaxConnections: 3,
 			httpReadHeaderTimeout: time.Second, httpReadTimeout: 2 * time.Second, httpWriteTimeout: 3 * time.Second,
 			httpIdleTimeout: 4 * time.Second,
-		}},
+		}, retention: defaultRetention},
 	},
 		{args: []string{"--listen", ":1", "--max-recv-msg-size", "0"}, wantErr: "serve: --max-recv-msg-size must be positive"},
 		{args: []string{"--listen", ":1", "--max-connections", "-1", "--http-idle-timeout", "0s"},
