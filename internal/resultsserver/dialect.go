@@ -28,11 +28,14 @@ type dialect struct {
 	// embedded SQLite has no round trip, and its driver looks each numbered parameter up by name, which grows
 	// with the statement: one row per statement is fastest there.
 	statementRows int
+	// copyRows writes a request through COPY and a staging table instead (see putCopy): PostgreSQL parses and
+	// plans every multi-row statement's thousands of parameters anew, which made it the slower database.
+	copyRows bool
 }
 
 var (
 	sqliteDialect   = dialect{name: "sqlite", statementRows: 1}
-	postgresDialect = dialect{name: "postgres", migrationLock: `SELECT pg_advisory_xact_lock(7202611221)`, statementRows: 200}
+	postgresDialect = dialect{name: "postgres", migrationLock: `SELECT pg_advisory_xact_lock(7202611221)`, statementRows: 200, copyRows: true}
 )
 
 // sqlitePragmas: WAL lets the fleet view read while a request writes; busy_timeout makes concurrent writers
