@@ -31,12 +31,15 @@ type dialect struct {
 	// skipLocked ends the row-selecting subquery of a prune (see prune.sql): SQLite has one writer at a time and
 	// no row locks.
 	skipLocked string
+	// copyRows writes a request through COPY and a staging table instead (see putCopy): PostgreSQL parses and
+	// plans every multi-row statement's thousands of parameters anew, which made it the slower database.
+	copyRows bool
 }
 
 var (
 	sqliteDialect   = dialect{name: "sqlite", statementRows: 1}
 	postgresDialect = dialect{name: "postgres", migrationLock: `SELECT pg_advisory_xact_lock(7202611221)`, statementRows: 200,
-		skipLocked: " FOR UPDATE SKIP LOCKED"}
+		skipLocked: " FOR UPDATE SKIP LOCKED", copyRows: true}
 )
 
 // sqlitePragmas: WAL lets the fleet view read while a request writes; busy_timeout makes concurrent writers

@@ -12,6 +12,9 @@ import (
 	"strings"
 	"time"
 
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/stdlib"
+
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
@@ -135,6 +138,9 @@ func (s *store) close() error { return s.db.Close() }
 // deadlock each other.
 func (s *store) put(ctx context.Context, rows []row, now time.Time) error {
 	slices.SortStableFunc(rows, func(a, b row) int { return strings.Compare(a.key, b.key) })
+	if s.d.copyRows {
+		return s.putCopy(ctx, rows, now.UnixNano())
+	}
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
@@ -165,21 +171,93 @@ func (s *store) put(ctx context.Context, rows []row, now time.Time) error {
 	return tx.Commit()
 }
 
+// stagingTable receives a request's rows by COPY on PostgreSQL: one binary stream instead of thousands of bound
+// parameters that the server parses and plans anew in every statement. It is a temporary table, private to its
+// connection (so servers sharing a database never see each other's rows), created once per connection and
+// emptied by every commit or rollback. resolved is the results column; latest marks the row of each key that
+// latestPerKey would keep; seq is the key order put sorted the rows in.
+const stagingTable = "ingest_staging"
+
+var (
+	createStaging = "CREATE TEMP TABLE IF NOT EXISTS " + stagingTable + " (LIKE result_history, " +
+		"resolved INTEGER NOT NULL, latest BOOLEAN NOT NULL, seq INTEGER NOT NULL) ON COMMIT DELETE ROWS"
+	stagingColumns = append(slices.Clone(historyColumns), "resolved", "latest", "seq")
+
+	// The same statements as the multi-row INSERTs, fed from the staging table in key order; the received time
+	// is also the first-seen and updated time, as in put.
+	upsertFromStaging = "INSERT INTO results (" + strings.Join(upsertColumns, ", ") + ") SELECT " +
+		strings.Join(rowColumns, ", ") + ", resolved, received_unix_nano, received_unix_nano FROM " + stagingTable +
+		" WHERE latest ORDER BY seq" + upsertSuffix
+	historyFromStaging = "INSERT INTO result_history (" + strings.Join(historyColumns, ", ") + ") SELECT " +
+		strings.Join(historyColumns, ", ") + " FROM " + stagingTable + " ORDER BY seq" + historySuffix
+)
+
+// putCopy is put on PostgreSQL: the rows are copied into the staging table, then both tables are written from
+// it by one statement each, in one transaction.
+func (s *store) putCopy(ctx context.Context, rows []row, at int64) error {
+	conn, err := s.db.Conn(ctx)
+	if err != nil {
+		return err
+	}
+	defer conn.Close()
+	return conn.Raw(func(driverConn any) error {
+		c, ok := driverConn.(*stdlib.Conn)
+		if !ok {
+			return fmt.Errorf("COPY needs a pgx connection, not %T", driverConn)
+		}
+		tx, err := c.Conn().Begin(ctx)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = tx.Rollback(ctx) }()
+		if _, err := tx.Exec(ctx, createStaging); err != nil {
+			return fmt.Errorf("creating the staging table: %w", err)
+		}
+		latest := latestMarks(rows)
+		src := pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
+			resolved := boolInt(rows[i].state == string(policyresult.StateResolved))
+			return append(rows[i].args(), at, resolved, latest[i], i), nil
+		})
+		if _, err := tx.CopyFrom(ctx, pgx.Identifier{stagingTable}, stagingColumns, src); err != nil {
+			return fmt.Errorf("copying %d results: %w", len(rows), err)
+		}
+		var b pgx.Batch
+		b.Queue(upsertFromStaging)
+		b.Queue(historyFromStaging)
+		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+			return fmt.Errorf("storing %d results: %w", len(rows), err)
+		}
+		return tx.Commit(ctx)
+	})
+}
+
 // latestPerKey keeps, of the rows of each key (rows are sorted by key, in request order within a key), the one
 // that applying them one after another would leave: a later row replaces an earlier one when it is at least as
 // recent. One statement must not update a row twice (PostgreSQL refuses), so duplicates are settled here.
 func latestPerKey(rows []row) []row {
 	out := make([]row, 0, len(rows))
-	for i := range rows {
-		if n := len(out); n > 0 && out[n-1].key == rows[i].key {
-			if rows[i].order >= out[n-1].order {
-				out[n-1] = rows[i]
-			}
-			continue
+	for i, keep := range latestMarks(rows) {
+		if keep {
+			out = append(out, rows[i])
 		}
-		out = append(out, rows[i])
 	}
 	return out
+}
+
+// latestMarks marks the rows latestPerKey keeps.
+func latestMarks(rows []row) []bool {
+	marks := make([]bool, len(rows))
+	best := -1
+	for i := range rows {
+		if best >= 0 && rows[best].key == rows[i].key {
+			if rows[i].order < rows[best].order {
+				continue
+			}
+			marks[best] = false
+		}
+		marks[i], best = true, i
+	}
+	return marks
 }
 
 // statements prepares each INSERT shape once per transaction: a request writes many chunks of the same size.
