@@ -64,7 +64,7 @@ func benchmarkIngest(b *testing.B, dsn string) {
 		if err != nil {
 			b.Fatal(err)
 		}
-		if resp.GetAccepted() != uint32(len(req.Results)) {
+		if int(resp.GetAccepted()) != len(req.Results) {
 			b.Fatalf("accepted %d of %d: %v", resp.GetAccepted(), len(req.Results), resp.GetRejected())
 		}
 		results += len(req.Results)
