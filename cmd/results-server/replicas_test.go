@@ -48,6 +48,10 @@ func TestReplicas(t *testing.T) {
 	require.NoError(t, err)
 
 	ctx, cancel := context.WithCancel(context.Background())
+	// A replica that stops early (its start failed) ends the forwarding at once instead of leaving requests to
+	// wait for it.
+	fwdCtx, stopForwarding := context.WithCancel(ctx)
+	defer stopForwarding()
 	start := make(chan struct{})
 	var stopped sync.WaitGroup
 	replicas := make([]replica, 2)
@@ -60,9 +64,12 @@ func TestReplicas(t *testing.T) {
 		go func() {
 			defer stopped.Done()
 			<-start
-			if err := serve(ctx, o, zap.NewNop()); err != nil {
-				t.Errorf("replica %d: %v", i, err)
+			err := serve(ctx, o, zap.NewNop())
+			if ctx.Err() == nil {
+				t.Errorf("replica %d stopped early: %v", i, err)
+				stopForwarding()
 			}
+			assert.NoError(t, err, "replica %d", i)
 		}()
 		conn, err := grpc.NewClient(r.grpcAddr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 		require.NoError(t, err)
@@ -88,10 +95,13 @@ func TestReplicas(t *testing.T) {
 					both.Add(1)
 					go func() {
 						defer both.Done()
-						fctx, fcancel := context.WithTimeout(context.Background(), 30*time.Second)
+						fctx, fcancel := context.WithTimeout(fwdCtx, 30*time.Second)
 						defer fcancel()
 						// WaitForReady: the first requests wait for the replicas to have migrated and listen.
 						resp, err := replicas[i].client.Forward(fctx, req, grpc.WaitForReady(true))
+						if fwdCtx.Err() != nil {
+							return // a replica failed, reported above
+						}
 						if assert.NoError(t, err, "replica %d", i) {
 							assert.Equal(t, uint32(len(req.GetResults())), resp.GetAccepted(), "replica %d", i) //nolint:gosec // a handful of results
 							assert.Empty(t, resp.GetRejected(), "replica %d", i)
@@ -197,7 +207,7 @@ func replicaWorkload() ([]*pb.ForwardRequest, replicaExpectation) {
 		}
 		want.clusters = append(want.clusters, counts)
 	}
-	rng := rand.New(rand.NewPCG(19, 5)) //nolint:gosec // a reproducible order, not a secret
+	rng := rand.New(rand.NewPCG(19, 5))
 	rng.Shuffle(len(requests), func(i, j int) { requests[i], requests[j] = requests[j], requests[i] })
 	return requests, want
 }
@@ -225,7 +235,7 @@ type fleetJSON struct {
 
 func getFleet(t *testing.T, addr string) fleetJSON {
 	t.Helper()
-	resp, err := http.Get("http://" + addr + "/v1/fleet") //nolint:noctx // a test's one request
+	resp, err := http.Get("http://" + addr + "/v1/fleet")
 	require.NoError(t, err)
 	defer resp.Body.Close()
 	require.Equal(t, http.StatusOK, resp.StatusCode)
