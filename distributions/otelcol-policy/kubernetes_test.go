@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -26,6 +27,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/confmap"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	appsv1 "k8s.io/api/apps/v1"
@@ -48,6 +50,7 @@ import (
 	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
 	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver"
 )
 
 // The manifests under kubernetes/ are built with a minimal kustomize: go.mod has no kustomize library
@@ -655,8 +658,14 @@ func testRBAC(t *testing.T, e *kubeEnv) {
 
 	e.cluster.CreateNamespace(t, "shop")
 	for _, r := range reports {
-		_, err := sa.Resource(r.gvr).List(ctx, metav1.ListOptions{Limit: 500})
-		assert.NoError(t, err, "list %s across namespaces", r.gvr)
+		list, err := sa.Resource(r.gvr).List(ctx, metav1.ListOptions{Limit: 500})
+		if assert.NoError(t, err, "list %s across namespaces", r.gvr) {
+			// As the receiver does after each list.
+			w, err := sa.Resource(r.gvr).Watch(ctx, metav1.ListOptions{ResourceVersion: list.GetResourceVersion(), AllowWatchBookmarks: true})
+			if assert.NoError(t, err, "watch %s across namespaces", r.gvr) {
+				w.Stop()
+			}
+		}
 		if r.namespaced {
 			_, err = sa.Resource(r.gvr).Namespace("shop").List(ctx, metav1.ListOptions{})
 			assert.NoError(t, err, "list %s in a namespace", r.gvr)
@@ -1247,4 +1256,31 @@ service:
 	assert.Equal(t, []string{"require-labels fail new", "require-labels pass changed"}, sinkResults(sink),
 		"the new leader continues from the shared state: nothing re-sent, and it ships what changes next")
 	follower.c.Stop()
+}
+
+// TestKubernetesReportsConfigWatchesEveryKind: the shipped report watcher reads every findings kind the
+// receiver knows, as the receiver's defaults do; only Kyverno's ephemeral reports (intermediate, off by default)
+// stay off. A kinds: block added to the ConfigMap that switched one off would fail here.
+func TestKubernetesReportsConfigWatchesEveryKind(t *testing.T) {
+	var checked int
+	for _, wc := range workloadConfigs(t, kustomize(t, kubernetesDir(t))) {
+		var raw struct {
+			Receivers map[string]map[string]any
+		}
+		require.NoError(t, yaml.Unmarshal([]byte(wc.config), &raw))
+		for id, settings := range raw.Receivers {
+			if id != "k8s_reports" && !strings.HasPrefix(id, "k8s_reports/") {
+				continue
+			}
+			cfg := k8sreportsreceiver.NewFactory().CreateDefaultConfig().(*k8sreportsreceiver.Config)
+			require.NoError(t, confmap.NewFromStringMap(settings).Unmarshal(cfg), "%s: %s", objID(wc.workload), id)
+			kinds := reflect.ValueOf(cfg.Kinds)
+			for i := range kinds.NumField() {
+				name := kinds.Type().Field(i).Tag.Get("mapstructure")
+				assert.Equal(t, name != "ephemeral_reports", kinds.Field(i).Bool(), "%s: %s kinds::%s", objID(wc.workload), id, name)
+			}
+			checked++
+		}
+	}
+	assert.Equal(t, 1, checked, "the Deployment's k8s_reports receiver")
 }
