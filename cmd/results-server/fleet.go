@@ -32,6 +32,19 @@ func fleet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.Policy, "policy", "", "only this policy")
 	fs.StringVar(&f.Severity, "severity", "", "only this severity: critical, high, medium, low or info")
 	fs.StringVar(&f.Source, "source", "", "only this source (kyverno, trivy, ...)")
+	fs.StringVar(&f.Rule, "rule", "", "only this rule")
+	fs.StringVar(&f.Kind, "kind", "", "only results about resources of this kind (Pod, Deployment, ...)")
+	fs.StringVar(&f.Vulnerability, "vulnerability", "", "only this vulnerability id (CVE-2024-3094, ...)")
+	fs.Func("min-score", "only vulnerabilities with a base score of at least this (0 to 10)", func(v string) error {
+		n, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return errors.New("want a number from 0 to 10")
+		}
+		f.MinScore = &n
+		return nil
+	})
+	fs.BoolVar(&f.Fixable, "fixable", false, "only vulnerabilities with a fixed version")
+	fs.StringVar(&f.Text, "text", "", "only results whose message, resource name, policy, rule, vulnerability or package contains this (any case)")
 	fs.IntVar(&f.Limit, "limit", 0, "list at most this many failing results (0: all)")
 	fs.StringVar(&output, "output", "text", "text or json")
 	if err := parseFlags(fs, args); err != nil {

@@ -50,6 +50,12 @@ func FromResult(r *policyresult.Result) *pb.Result {
 	if !r.Timestamp.IsZero() {
 		out.Timestamp = timestamppb.New(r.Timestamp)
 	}
+	if v := r.Vulnerability; v != nil {
+		out.Vulnerability = &pb.Vulnerability{Id: v.ID, Score: v.Score, ScoreVersion: v.ScoreVersion,
+			Reference: v.Reference, PackageName: v.PackageName, PackageVersion: v.PackageVersion,
+			PackageFixedVersion: v.PackageFixedVersion, PackagePath: v.PackagePath, PackageType: v.PackageType}
+	}
+	out.FailedChecks = r.FailedChecks
 	return out
 }
 
@@ -71,5 +77,11 @@ func ToResult(in *pb.Result) policyresult.Result {
 	if in.GetTimestamp() != nil {
 		r.Timestamp = in.GetTimestamp().AsTime()
 	}
+	if v := in.GetVulnerability(); v != nil {
+		r.Vulnerability = &policyresult.Vulnerability{ID: v.GetId(), Score: v.Score, ScoreVersion: v.GetScoreVersion(),
+			Reference: v.GetReference(), PackageName: v.GetPackageName(), PackageVersion: v.GetPackageVersion(),
+			PackageFixedVersion: v.GetPackageFixedVersion(), PackagePath: v.GetPackagePath(), PackageType: v.GetPackageType()}
+	}
+	r.FailedChecks = in.FailedChecks
 	return r
 }

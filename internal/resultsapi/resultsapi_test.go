@@ -80,3 +80,29 @@ func TestEnumsRoundTrip(t *testing.T) {
 	}
 	assert.Equal(t, policyresult.Outcome(""), OutcomeFromProto(pb.Outcome(99)), "values of a newer API version are no outcome")
 }
+
+// A vulnerability finding and a compliance control carry their fields through the API and back, outside the
+// key and id.
+func TestFindingFieldsRoundTrip(t *testing.T) {
+	score, failed := 9.8, int64(3)
+	r := sample()
+	r.Source, r.Policy, r.Rule = "trivy", "CVE-2024-3094", ""
+	r.Vulnerability = &policyresult.Vulnerability{ID: "CVE-2024-3094", Score: &score, ScoreVersion: "3.1",
+		Reference: "https://avd.aquasec.com/nvd/cve-2024-3094", PackageName: "xz-utils", PackageVersion: "5.6.0-0.2",
+		PackageFixedVersion: "5.6.1+really5.4.5-1", PackagePath: "usr/lib", PackageType: "debian"}
+	r.FailedChecks = &failed
+	got := FromResult(&r)
+	assert.True(t, proto.Equal(&pb.Vulnerability{Id: "CVE-2024-3094", Score: &score, ScoreVersion: "3.1",
+		Reference: "https://avd.aquasec.com/nvd/cve-2024-3094", PackageName: "xz-utils", PackageVersion: "5.6.0-0.2",
+		PackageFixedVersion: "5.6.1+really5.4.5-1", PackagePath: "usr/lib", PackageType: "debian"}, got.GetVulnerability()),
+		"got %v", got.GetVulnerability())
+	assert.Equal(t, int64(3), got.GetFailedChecks())
+	assert.Equal(t, r, ToResult(got))
+
+	plain := r
+	plain.Vulnerability, plain.FailedChecks = nil, nil
+	assert.Equal(t, plain.Key(), r.Key(), "the fields stay out of the key")
+	assert.Equal(t, plain.ID(), r.ID(), "and out of the id")
+	assert.Nil(t, FromResult(&plain).Vulnerability)
+	assert.Nil(t, FromResult(&plain).FailedChecks)
+}

@@ -8,6 +8,7 @@ import (
 	"database/sql"
 	"encoding/json"
 	"fmt"
+	"math"
 	"slices"
 	"strings"
 	"time"
@@ -21,12 +22,28 @@ type Filter struct {
 	// Namespace is the subject resource's namespace; cluster-wide results have none.
 	Namespace string `json:"namespace,omitempty"`
 	Policy    string `json:"policy,omitempty"`
+	Rule      string `json:"rule,omitempty"`
 	// Severity is one of critical, high, medium, low, info.
 	Severity string `json:"severity,omitempty"`
 	Source   string `json:"source,omitempty"`
+	// Kind is the subject resource's kind (Pod, Deployment, Namespace, …).
+	Kind string `json:"kind,omitempty"`
+	// Vulnerability is a vulnerability.id (CVE-2024-3094).
+	Vulnerability string `json:"vulnerability,omitempty"`
+	// MinScore keeps the vulnerabilities whose base score is at least this; results without a score are left out.
+	MinScore *float64 `json:"min_score,omitempty"`
+	// Fixable keeps the vulnerabilities that have a fixed version.
+	Fixable bool `json:"fixable,omitempty"`
+	// Text keeps the results whose message, subject name, policy, rule, vulnerability id or package name contains
+	// it, ignoring ASCII case.
+	Text string `json:"text,omitempty"`
 	// Limit caps the failing results returned; 0 returns all of them.
 	Limit int `json:"limit,omitempty"`
 }
+
+// MaxFilterText bounds Filter.Text: a substring search reads every candidate row, and a long pattern makes each
+// comparison longer.
+const MaxFilterText = 200
 
 // Validate reports a filter the fleet view cannot answer.
 func (f Filter) Validate() error {
@@ -37,6 +54,12 @@ func (f Filter) Validate() error {
 		default:
 			return fmt.Errorf("severity %q: want one of critical, high, medium, low, info", f.Severity)
 		}
+	}
+	if f.MinScore != nil && (math.IsNaN(*f.MinScore) || *f.MinScore < 0 || *f.MinScore > 10) {
+		return fmt.Errorf("min_score %v: want a score from 0 to 10", *f.MinScore)
+	}
+	if len(f.Text) > MaxFilterText {
+		return fmt.Errorf("text: %d bytes, want at most %d", len(f.Text), MaxFilterText)
 	}
 	if f.Limit < 0 {
 		return fmt.Errorf("limit %d: want 0 (no limit) or more", f.Limit)
@@ -122,8 +145,26 @@ type FailingResult struct {
 	Timestamp         time.Time         `json:"timestamp,omitzero"`
 	ObservedTimestamp time.Time         `json:"observed_timestamp,omitzero"`
 	ExtraMetadata     map[string]string `json:"extra_metadata,omitempty"`
+	// Vulnerability is set on results that are one vulnerable package each.
+	Vulnerability *Vulnerability `json:"vulnerability,omitempty"`
+	// FailedChecks counts the failing checks behind a result that aggregates checks (a compliance control).
+	FailedChecks *int64 `json:"failed_checks,omitempty"`
 	// UpdatedAt is when this server last changed the result's current row.
 	UpdatedAt time.Time `json:"updated_at"`
+}
+
+// Vulnerability is a scanner's finding about one package (the vulnerability.* and package.* attributes of the
+// model).
+type Vulnerability struct {
+	ID                  string   `json:"id,omitempty"`
+	Score               *float64 `json:"score,omitempty"`
+	ScoreVersion        string   `json:"score_version,omitempty"`
+	Reference           string   `json:"reference,omitempty"`
+	PackageName         string   `json:"package_name,omitempty"`
+	PackageVersion      string   `json:"package_version,omitempty"`
+	PackageFixedVersion string   `json:"package_fixed_version,omitempty"`
+	PackagePath         string   `json:"package_path,omitempty"`
+	PackageType         string   `json:"package_type,omitempty"`
 }
 
 // FleetView is the current state of the results a filter selects: resolved results are left out everywhere.
@@ -155,17 +196,38 @@ func (s *Server) Fleet(ctx context.Context, f Filter) (FleetView, error) {
 func (f Filter) where() (string, []any) {
 	conds := []string{"resolved = 0"}
 	var args []any
+	arg := func(v any) string {
+		args = append(args, v)
+		return fmt.Sprintf("$%d", len(args))
+	}
 	for _, c := range []struct{ col, val string }{
-		{"cluster", f.Cluster}, {"resource_namespace", f.Namespace}, {"policy", f.Policy},
-		{"severity", f.Severity}, {"source", f.Source},
+		{"cluster", f.Cluster}, {"resource_namespace", f.Namespace}, {"policy", f.Policy}, {"rule", f.Rule},
+		{"severity", f.Severity}, {"source", f.Source}, {"resource_kind", f.Kind}, {"vulnerability_id", f.Vulnerability},
 	} {
 		if c.val != "" {
-			args = append(args, c.val)
-			conds = append(conds, fmt.Sprintf("%s = $%d", c.col, len(args)))
+			conds = append(conds, c.col+" = "+arg(c.val))
 		}
+	}
+	if f.MinScore != nil {
+		conds = append(conds, "vulnerability_score >= "+arg(*f.MinScore))
+	}
+	if f.Fixable {
+		conds = append(conds, "package_fixed_version <> ''")
+	}
+	if f.Text != "" {
+		// LOWER on both sides: SQLite's LIKE ignores ASCII case, PostgreSQL's does not. The pattern's own % and
+		// _ are escaped, so the text is matched as it is.
+		p := arg("%" + likeEscaper.Replace(strings.ToLower(f.Text)) + "%")
+		var ors []string
+		for _, col := range []string{"message", "resource_name", "policy", "rule", "vulnerability_id", "package_name"} {
+			ors = append(ors, "LOWER("+col+") LIKE "+p+` ESCAPE '\'`)
+		}
+		conds = append(conds, "("+strings.Join(ors, " OR ")+")")
 	}
 	return " WHERE " + strings.Join(conds, " AND "), args
 }
+
+var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
 func (s *store) counts(ctx context.Context, f Filter) (FleetView, error) {
 	where, args := f.where()
@@ -231,57 +293,88 @@ func compareAll(pairs ...string) int {
 func (s *store) failing(ctx context.Context, f Filter) ([]FailingResult, bool, error) {
 	where, args := f.where()
 	//nolint:gosec // G202: where joins fixed column names and numbered placeholders; values are arguments
-	q := `SELECT key, id, cluster, source, policy, rule, category, severity, outcome, scored, message,
-		resource_api_version, resource_kind, resource_namespace, resource_name, resource_uid,
-		report_kind, report_namespace, report_name, state, timestamp_unix_nano, observed_unix_nano,
-		extra_metadata, updated_unix_nano
-		FROM results` + where + ` AND outcome IN ('fail', 'error')
+	q := `SELECT ` + currentColumns + ` FROM results` + where + ` AND outcome IN ('fail', 'error')
 		ORDER BY cluster, resource_namespace, source, policy, rule, resource_kind, resource_name, key`
 	if f.Limit > 0 {
 		// One more than asked tells whether the list was cut.
 		q += fmt.Sprintf(" LIMIT %d", f.Limit+1)
 	}
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	out, err := s.queryCurrent(ctx, q, args...)
 	if err != nil {
-		return nil, false, err
-	}
-	defer rows.Close()
-	out := []FailingResult{}
-	for rows.Next() {
-		var r FailingResult
-		var scored, ts, observed sql.NullInt64
-		var meta string
-		var updated int64
-		if err := rows.Scan(&r.Key, &r.ID, &r.Cluster, &r.Source, &r.Policy, &r.Rule, &r.Category, &r.Severity,
-			&r.Outcome, &scored, &r.Message,
-			&r.Resource.APIVersion, &r.Resource.Kind, &r.Resource.Namespace, &r.Resource.Name, &r.Resource.UID,
-			&r.Report.Kind, &r.Report.Namespace, &r.Report.Name, &r.State, &ts, &observed, &meta, &updated); err != nil {
-			return nil, false, err
-		}
-		if scored.Valid {
-			b := scored.Int64 != 0
-			r.Scored = &b
-		}
-		if ts.Valid {
-			r.Timestamp = time.Unix(0, ts.Int64).UTC()
-		}
-		if observed.Valid {
-			r.ObservedTimestamp = time.Unix(0, observed.Int64).UTC()
-		}
-		r.UpdatedAt = time.Unix(0, updated).UTC()
-		if err := json.Unmarshal([]byte(meta), &r.ExtraMetadata); err != nil {
-			return nil, false, fmt.Errorf("extra_metadata of %s: %w", r.Key, err)
-		}
-		if len(r.ExtraMetadata) == 0 {
-			r.ExtraMetadata = nil
-		}
-		out = append(out, r)
-	}
-	if err := rows.Err(); err != nil {
 		return nil, false, err
 	}
 	if f.Limit > 0 && len(out) > f.Limit {
 		return out[:f.Limit], true, nil
 	}
 	return out, false, nil
+}
+
+// currentColumns are the columns of a current result that scanCurrent reads, in its order.
+const currentColumns = `key, id, cluster, source, policy, rule, category, severity, outcome, scored, message,
+	resource_api_version, resource_kind, resource_namespace, resource_name, resource_uid,
+	report_kind, report_namespace, report_name, state, timestamp_unix_nano, observed_unix_nano,
+	extra_metadata, updated_unix_nano, vulnerability_id, vulnerability_score, vulnerability_score_version,
+	vulnerability_reference, package_name, package_version, package_fixed_version, package_path, package_type,
+	failed_checks`
+
+// queryCurrent runs a query selecting currentColumns.
+func (s *store) queryCurrent(ctx context.Context, q string, args ...any) ([]FailingResult, error) {
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	out := []FailingResult{}
+	for rows.Next() {
+		r, err := scanCurrent(rows)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, r)
+	}
+	return out, rows.Err()
+}
+
+func scanCurrent(rows *sql.Rows) (FailingResult, error) {
+	var r FailingResult
+	var scored, ts, observed, failedChecks sql.NullInt64
+	var score sql.NullFloat64
+	var meta string
+	var updated int64
+	var v Vulnerability
+	if err := rows.Scan(&r.Key, &r.ID, &r.Cluster, &r.Source, &r.Policy, &r.Rule, &r.Category, &r.Severity,
+		&r.Outcome, &scored, &r.Message,
+		&r.Resource.APIVersion, &r.Resource.Kind, &r.Resource.Namespace, &r.Resource.Name, &r.Resource.UID,
+		&r.Report.Kind, &r.Report.Namespace, &r.Report.Name, &r.State, &ts, &observed, &meta, &updated,
+		&v.ID, &score, &v.ScoreVersion, &v.Reference, &v.PackageName, &v.PackageVersion, &v.PackageFixedVersion,
+		&v.PackagePath, &v.PackageType, &failedChecks); err != nil {
+		return FailingResult{}, err
+	}
+	if scored.Valid {
+		b := scored.Int64 != 0
+		r.Scored = &b
+	}
+	if ts.Valid {
+		r.Timestamp = time.Unix(0, ts.Int64).UTC()
+	}
+	if observed.Valid {
+		r.ObservedTimestamp = time.Unix(0, observed.Int64).UTC()
+	}
+	r.UpdatedAt = time.Unix(0, updated).UTC()
+	if score.Valid {
+		v.Score = &score.Float64
+	}
+	if v != (Vulnerability{}) {
+		r.Vulnerability = &v
+	}
+	if failedChecks.Valid {
+		r.FailedChecks = &failedChecks.Int64
+	}
+	if err := json.Unmarshal([]byte(meta), &r.ExtraMetadata); err != nil {
+		return FailingResult{}, fmt.Errorf("extra_metadata of %s: %w", r.Key, err)
+	}
+	if len(r.ExtraMetadata) == 0 {
+		r.ExtraMetadata = nil
+	}
+	return r, nil
 }

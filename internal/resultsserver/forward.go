@@ -31,6 +31,7 @@ const (
 	ReasonIDMismatch     = "id does not match the result's identity, outcome and message"
 	ReasonNoCluster      = "cluster is missing: set it on the result or as " + policyresult.AttrClusterName + " in extra_metadata"
 	ReasonNUL            = "a text field contains a NUL character"
+	ReasonBadScore       = "vulnerability score is not a finite number"
 	reasonUnknownOutcome = "outcome %d is unknown to this server"
 	reasonBadTimestamp   = "%s is out of range"
 )
@@ -132,13 +133,19 @@ func toRow(r *pb.Result, meta map[string]string, now time.Time) (row, string) {
 		return row{}, ReasonNoCluster
 	case strings.IndexByte(m.Cluster, 0) >= 0:
 		return row{}, ReasonNUL
+	case m.Vulnerability != nil && m.Vulnerability.Score != nil &&
+		(math.IsNaN(*m.Vulnerability.Score) || math.IsInf(*m.Vulnerability.Score, 0)):
+		return row{}, ReasonBadScore
 	}
 
 	rw := row{
 		key: key, id: id, cluster: m.Cluster, source: m.Source, policy: m.Policy, rule: m.Rule,
 		category: m.Category, severity: string(m.Severity), outcome: string(m.Outcome), scored: m.Scored,
 		message: m.Message, resource: m.Resource, report: m.Report, state: string(m.State),
-		timestamp: ts, observed: observed, bodyJSON: r.GetBodyJson(),
+		timestamp: ts, observed: observed, bodyJSON: r.GetBodyJson(), failedChecks: m.FailedChecks,
+	}
+	if m.Vulnerability != nil {
+		rw.vulnerability = *m.Vulnerability
 	}
 	// The time that orders outcomes of one key: when the collector saw it, else when the engine produced it,
 	// else (a client that sends neither) when this server received it.
@@ -176,6 +183,10 @@ func hasNUL(r *pb.Result) bool {
 		r.GetResource().GetApiVersion(), r.GetResource().GetKind(), r.GetResource().GetNamespace(),
 		r.GetResource().GetName(), r.GetResource().GetUid(),
 		r.GetReport().GetKind(), r.GetReport().GetNamespace(), r.GetReport().GetName()}
+	if v := r.GetVulnerability(); v != nil {
+		fields = append(fields, v.GetId(), v.GetScoreVersion(), v.GetReference(), v.GetPackageName(),
+			v.GetPackageVersion(), v.GetPackageFixedVersion(), v.GetPackagePath(), v.GetPackageType())
+	}
 	for _, f := range fields {
 		if strings.IndexByte(f, 0) >= 0 {
 			return true

@@ -4,12 +4,14 @@
 package resultsserver
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 
 	"go.uber.org/zap"
 )
@@ -27,8 +29,8 @@ const (
 //	GET /v1/fleet/failing  the failing results (outcome fail or error), at most limit (default 1000)
 //	GET /metrics           self-metrics in the Prometheus text format
 //
-// The fleet endpoints take the query parameters cluster, namespace, policy, severity and source; failing also
-// takes limit (1 to 10000). An unknown, repeated or invalid parameter is a 400. When tokens are configured,
+// The fleet endpoints take the query parameters of a Filter (filterParams: cluster, namespace, policy, rule,
+// severity, source, kind, vulnerability, min_score, fixable, q); failing also takes limit (1 to 10000). An unknown, repeated or invalid parameter is a 400. When tokens are configured,
 // requests need one of them as "Authorization: Bearer <token>", like the gRPC API, else they get a 401: the
 // fleet view shows every cluster's failures. /metrics too: it is closed like the rest, and Prometheus can send a
 // token.
@@ -85,6 +87,10 @@ func (s *Server) HTTPHandler() http.Handler {
 	})
 }
 
+// filterParams are the query parameters of a Filter, in the order errors list them.
+var filterParams = []string{"cluster", "namespace", "policy", "rule", "severity", "source", "kind", "vulnerability",
+	"min_score", "fixable", "q"}
+
 func parseFilter(q url.Values, withLimit bool) (Filter, error) {
 	f := Filter{}
 	if withLimit {
@@ -95,18 +101,7 @@ func parseFilter(q url.Values, withLimit bool) (Filter, error) {
 			return Filter{}, fmt.Errorf("parameter %s: given %d times, want once", name, len(values))
 		}
 		v := values[0]
-		switch name {
-		case "cluster":
-			f.Cluster = v
-		case "namespace":
-			f.Namespace = v
-		case "policy":
-			f.Policy = v
-		case "severity":
-			f.Severity = v
-		case "source":
-			f.Source = v
-		case "limit":
+		if name == "limit" {
 			if !withLimit {
 				return Filter{}, errors.New("parameter limit: only /v1/fleet/failing takes it")
 			}
@@ -115,11 +110,42 @@ func parseFilter(q url.Values, withLimit bool) (Filter, error) {
 				return Filter{}, fmt.Errorf("parameter limit %q: want 1 to %d", v, MaxFailingLimit)
 			}
 			f.Limit = n
-		default:
-			return Filter{}, fmt.Errorf("unknown parameter %s: want cluster, namespace, policy, severity or source", name)
+			continue
+		}
+		if err := f.set(name, v); err != nil {
+			return Filter{}, err
 		}
 	}
 	return f, f.Validate()
+}
+
+// set sets the field of query parameter name; an empty value leaves it unset, as an empty form field does.
+func (f *Filter) set(name, v string) error {
+	field := map[string]*string{"cluster": &f.Cluster, "namespace": &f.Namespace, "policy": &f.Policy,
+		"rule": &f.Rule, "severity": &f.Severity, "source": &f.Source, "kind": &f.Kind,
+		"vulnerability": &f.Vulnerability, "q": &f.Text}
+	switch {
+	case field[name] != nil:
+		*field[name] = v
+	case name == "min_score":
+		if v == "" {
+			return nil
+		}
+		n, err := strconv.ParseFloat(v, 64)
+		if err != nil {
+			return fmt.Errorf("parameter min_score %q: want a number from 0 to 10", v)
+		}
+		f.MinScore = &n
+	case name == "fixable":
+		b, err := strconv.ParseBool(cmp.Or(v, "false"))
+		if err != nil {
+			return fmt.Errorf("parameter fixable %q: want true or false", v)
+		}
+		f.Fixable = b
+	default:
+		return fmt.Errorf("unknown parameter %s: want %s", name, strings.Join(filterParams, ", "))
+	}
+	return nil
 }
 
 func (s *Server) dbError(w http.ResponseWriter, r *http.Request, err error) {

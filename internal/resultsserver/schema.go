@@ -86,6 +86,31 @@ var migrations = [][]string{
 		`CREATE INDEX IF NOT EXISTS result_history_by_received ON result_history (received_unix_nano)`,
 		`CREATE INDEX IF NOT EXISTS results_by_resolved_updated ON results (resolved, updated_unix_nano)`,
 	},
+	findingColumns(),
+}
+
+// findingColumns is schema version 3: the finding fields of the model (a vulnerable package, a control's failed
+// checks) as columns of both tables, so that the fleet view filters on them in SQL (score >= 8, fixable).
+func findingColumns() []string {
+	cols := []string{
+		"vulnerability_id TEXT NOT NULL DEFAULT ''",
+		"vulnerability_score DOUBLE PRECISION",
+		"vulnerability_score_version TEXT NOT NULL DEFAULT ''",
+		"vulnerability_reference TEXT NOT NULL DEFAULT ''",
+		"package_name TEXT NOT NULL DEFAULT ''",
+		"package_version TEXT NOT NULL DEFAULT ''",
+		"package_fixed_version TEXT NOT NULL DEFAULT ''",
+		"package_path TEXT NOT NULL DEFAULT ''",
+		"package_type TEXT NOT NULL DEFAULT ''",
+		"failed_checks BIGINT",
+	}
+	var stmts []string
+	for _, table := range []string{"results", "result_history"} {
+		for _, c := range cols {
+			stmts = append(stmts, "ALTER TABLE "+table+" ADD COLUMN "+c)
+		}
+	}
+	return append(stmts, `CREATE INDEX results_by_vulnerability ON results (vulnerability_id)`)
 }
 
 // SchemaVersion is the schema version this server writes.

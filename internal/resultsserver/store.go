@@ -29,6 +29,8 @@ type row struct {
 	timestamp, observed                                                 *int64
 	order                                                               int64
 	extraMetadata, bodyJSON                                             string
+	vulnerability                                                       policyresult.Vulnerability
+	failedChecks                                                        *int64
 }
 
 // rowColumns are the columns both tables have, in the order of row.args.
@@ -37,9 +39,12 @@ var rowColumns = []string{
 	"resource_api_version", "resource_kind", "resource_namespace", "resource_name", "resource_uid",
 	"report_kind", "report_namespace", "report_name", "state",
 	"timestamp_unix_nano", "observed_unix_nano", "order_unix_nano", "extra_metadata", "body_json",
+	"vulnerability_id", "vulnerability_score", "vulnerability_score_version", "vulnerability_reference",
+	"package_name", "package_version", "package_fixed_version", "package_path", "package_type", "failed_checks",
 }
 
 func (r *row) args() []any {
+	v := &r.vulnerability
 	var scored any
 	if r.scored != nil {
 		scored = boolInt(*r.scored)
@@ -49,6 +54,8 @@ func (r *row) args() []any {
 		r.resource.APIVersion, r.resource.Kind, r.resource.Namespace, r.resource.Name, r.resource.UID,
 		r.report.Kind, r.report.Namespace, r.report.Name, r.state,
 		nullable(r.timestamp), nullable(r.observed), r.order, r.extraMetadata, r.bodyJSON,
+		v.ID, nullable(v.Score), v.ScoreVersion, v.Reference,
+		v.PackageName, v.PackageVersion, v.PackageFixedVersion, v.PackagePath, v.PackageType, nullable(r.failedChecks),
 	}
 }
 
@@ -59,7 +66,7 @@ func boolInt(b bool) int64 {
 	return 0
 }
 
-func nullable(p *int64) any {
+func nullable[T int64 | float64](p *T) any {
 	if p == nil {
 		return nil
 	}

@@ -399,7 +399,14 @@ type Result struct {
 	// When the collector received it.
 	ObservedTimestamp *timestamppb.Timestamp `protobuf:"bytes,16,opt,name=observed_timestamp,json=observedTimestamp,proto3" json:"observed_timestamp,omitempty"`
 	// The source's own result (the log record body) as JSON, for what the model does not carry.
-	BodyJson      string `protobuf:"bytes,17,opt,name=body_json,json=bodyJson,proto3" json:"body_json,omitempty"`
+	BodyJson string `protobuf:"bytes,17,opt,name=body_json,json=bodyJson,proto3" json:"body_json,omitempty"`
+	// The vulnerable package, for results that are one vulnerable package each (trivy-operator's
+	// VulnerabilityReport, other image scanners); unset otherwise. Like failed_checks it describes the result
+	// without identifying it: it is in neither key nor id.
+	Vulnerability *Vulnerability `protobuf:"bytes,18,opt,name=vulnerability,proto3" json:"vulnerability,omitempty"`
+	// policy.checks.failed: the failing checks behind a result that aggregates checks (a compliance control);
+	// unset when the result is not such an aggregate or the source did not evaluate it.
+	FailedChecks  *int64 `protobuf:"varint,19,opt,name=failed_checks,json=failedChecks,proto3,oneof" json:"failed_checks,omitempty"`
 	unknownFields protoimpl.UnknownFields
 	sizeCache     protoimpl.SizeCache
 }
@@ -553,6 +560,136 @@ func (x *Result) GetBodyJson() string {
 	return ""
 }
 
+func (x *Result) GetVulnerability() *Vulnerability {
+	if x != nil {
+		return x.Vulnerability
+	}
+	return nil
+}
+
+func (x *Result) GetFailedChecks() int64 {
+	if x != nil && x.FailedChecks != nil {
+		return *x.FailedChecks
+	}
+	return 0
+}
+
+// Vulnerability is a scanner's finding about one package: the vulnerability.* and package.* attributes of the
+// result model. Empty strings are unknown to the scanner.
+type Vulnerability struct {
+	state protoimpl.MessageState `protogen:"open.v1"`
+	// vulnerability.id: CVE-2024-1234, GHSA-…
+	Id string `protobuf:"bytes,1,opt,name=id,proto3" json:"id,omitempty"`
+	// vulnerability.score.base: the base score (CVSS), unset when the scanner gave none.
+	Score *float64 `protobuf:"fixed64,2,opt,name=score,proto3,oneof" json:"score,omitempty"`
+	// vulnerability.score.version: the CVSS version of score ("3.1").
+	ScoreVersion string `protobuf:"bytes,3,opt,name=score_version,json=scoreVersion,proto3" json:"score_version,omitempty"`
+	// vulnerability.reference: the advisory's URL.
+	Reference string `protobuf:"bytes,4,opt,name=reference,proto3" json:"reference,omitempty"`
+	// package.name, package.version (installed), package.fixed_version (versions that fix it, comma-separated;
+	// empty when there is no fix), package.path, package.type.
+	PackageName         string `protobuf:"bytes,5,opt,name=package_name,json=packageName,proto3" json:"package_name,omitempty"`
+	PackageVersion      string `protobuf:"bytes,6,opt,name=package_version,json=packageVersion,proto3" json:"package_version,omitempty"`
+	PackageFixedVersion string `protobuf:"bytes,7,opt,name=package_fixed_version,json=packageFixedVersion,proto3" json:"package_fixed_version,omitempty"`
+	PackagePath         string `protobuf:"bytes,8,opt,name=package_path,json=packagePath,proto3" json:"package_path,omitempty"`
+	PackageType         string `protobuf:"bytes,9,opt,name=package_type,json=packageType,proto3" json:"package_type,omitempty"`
+	unknownFields       protoimpl.UnknownFields
+	sizeCache           protoimpl.SizeCache
+}
+
+func (x *Vulnerability) Reset() {
+	*x = Vulnerability{}
+	mi := &file_policyresults_v1_results_proto_msgTypes[4]
+	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+	ms.StoreMessageInfo(mi)
+}
+
+func (x *Vulnerability) String() string {
+	return protoimpl.X.MessageStringOf(x)
+}
+
+func (*Vulnerability) ProtoMessage() {}
+
+func (x *Vulnerability) ProtoReflect() protoreflect.Message {
+	mi := &file_policyresults_v1_results_proto_msgTypes[4]
+	if x != nil {
+		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
+		if ms.LoadMessageInfo() == nil {
+			ms.StoreMessageInfo(mi)
+		}
+		return ms
+	}
+	return mi.MessageOf(x)
+}
+
+// Deprecated: Use Vulnerability.ProtoReflect.Descriptor instead.
+func (*Vulnerability) Descriptor() ([]byte, []int) {
+	return file_policyresults_v1_results_proto_rawDescGZIP(), []int{4}
+}
+
+func (x *Vulnerability) GetId() string {
+	if x != nil {
+		return x.Id
+	}
+	return ""
+}
+
+func (x *Vulnerability) GetScore() float64 {
+	if x != nil && x.Score != nil {
+		return *x.Score
+	}
+	return 0
+}
+
+func (x *Vulnerability) GetScoreVersion() string {
+	if x != nil {
+		return x.ScoreVersion
+	}
+	return ""
+}
+
+func (x *Vulnerability) GetReference() string {
+	if x != nil {
+		return x.Reference
+	}
+	return ""
+}
+
+func (x *Vulnerability) GetPackageName() string {
+	if x != nil {
+		return x.PackageName
+	}
+	return ""
+}
+
+func (x *Vulnerability) GetPackageVersion() string {
+	if x != nil {
+		return x.PackageVersion
+	}
+	return ""
+}
+
+func (x *Vulnerability) GetPackageFixedVersion() string {
+	if x != nil {
+		return x.PackageFixedVersion
+	}
+	return ""
+}
+
+func (x *Vulnerability) GetPackagePath() string {
+	if x != nil {
+		return x.PackagePath
+	}
+	return ""
+}
+
+func (x *Vulnerability) GetPackageType() string {
+	if x != nil {
+		return x.PackageType
+	}
+	return ""
+}
+
 type Resource struct {
 	state         protoimpl.MessageState `protogen:"open.v1"`
 	ApiVersion    string                 `protobuf:"bytes,1,opt,name=api_version,json=apiVersion,proto3" json:"api_version,omitempty"`
@@ -566,7 +703,7 @@ type Resource struct {
 
 func (x *Resource) Reset() {
 	*x = Resource{}
-	mi := &file_policyresults_v1_results_proto_msgTypes[4]
+	mi := &file_policyresults_v1_results_proto_msgTypes[5]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -578,7 +715,7 @@ func (x *Resource) String() string {
 func (*Resource) ProtoMessage() {}
 
 func (x *Resource) ProtoReflect() protoreflect.Message {
-	mi := &file_policyresults_v1_results_proto_msgTypes[4]
+	mi := &file_policyresults_v1_results_proto_msgTypes[5]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -591,7 +728,7 @@ func (x *Resource) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Resource.ProtoReflect.Descriptor instead.
 func (*Resource) Descriptor() ([]byte, []int) {
-	return file_policyresults_v1_results_proto_rawDescGZIP(), []int{4}
+	return file_policyresults_v1_results_proto_rawDescGZIP(), []int{5}
 }
 
 func (x *Resource) GetApiVersion() string {
@@ -640,7 +777,7 @@ type Report struct {
 
 func (x *Report) Reset() {
 	*x = Report{}
-	mi := &file_policyresults_v1_results_proto_msgTypes[5]
+	mi := &file_policyresults_v1_results_proto_msgTypes[6]
 	ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 	ms.StoreMessageInfo(mi)
 }
@@ -652,7 +789,7 @@ func (x *Report) String() string {
 func (*Report) ProtoMessage() {}
 
 func (x *Report) ProtoReflect() protoreflect.Message {
-	mi := &file_policyresults_v1_results_proto_msgTypes[5]
+	mi := &file_policyresults_v1_results_proto_msgTypes[6]
 	if x != nil {
 		ms := protoimpl.X.MessageStateOf(protoimpl.Pointer(x))
 		if ms.LoadMessageInfo() == nil {
@@ -665,7 +802,7 @@ func (x *Report) ProtoReflect() protoreflect.Message {
 
 // Deprecated: Use Report.ProtoReflect.Descriptor instead.
 func (*Report) Descriptor() ([]byte, []int) {
-	return file_policyresults_v1_results_proto_rawDescGZIP(), []int{5}
+	return file_policyresults_v1_results_proto_rawDescGZIP(), []int{6}
 }
 
 func (x *Report) GetKind() string {
@@ -706,7 +843,7 @@ const file_policyresults_v1_results_proto_rawDesc = "" +
 	"\tRejection\x12\x14\n" +
 	"\x05index\x18\x01 \x01(\rR\x05index\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12\x16\n" +
-	"\x06reason\x18\x03 \x01(\tR\x06reason\"\x8e\x05\n" +
+	"\x06reason\x18\x03 \x01(\tR\x06reason\"\x91\x06\n" +
 	"\x06Result\x12\x10\n" +
 	"\x03key\x18\x01 \x01(\tR\x03key\x12\x0e\n" +
 	"\x02id\x18\x02 \x01(\tR\x02id\x12\x18\n" +
@@ -725,8 +862,22 @@ const file_policyresults_v1_results_proto_rawDesc = "" +
 	"\x05state\x18\x0e \x01(\x0e2\x17.policyresults.v1.StateR\x05state\x128\n" +
 	"\ttimestamp\x18\x0f \x01(\v2\x1a.google.protobuf.TimestampR\ttimestamp\x12I\n" +
 	"\x12observed_timestamp\x18\x10 \x01(\v2\x1a.google.protobuf.TimestampR\x11observedTimestamp\x12\x1b\n" +
-	"\tbody_json\x18\x11 \x01(\tR\bbodyJsonB\t\n" +
-	"\a_scored\"\x83\x01\n" +
+	"\tbody_json\x18\x11 \x01(\tR\bbodyJson\x12E\n" +
+	"\rvulnerability\x18\x12 \x01(\v2\x1f.policyresults.v1.VulnerabilityR\rvulnerability\x12(\n" +
+	"\rfailed_checks\x18\x13 \x01(\x03H\x01R\ffailedChecks\x88\x01\x01B\t\n" +
+	"\a_scoredB\x10\n" +
+	"\x0e_failed_checks\"\xcd\x02\n" +
+	"\rVulnerability\x12\x0e\n" +
+	"\x02id\x18\x01 \x01(\tR\x02id\x12\x19\n" +
+	"\x05score\x18\x02 \x01(\x01H\x00R\x05score\x88\x01\x01\x12#\n" +
+	"\rscore_version\x18\x03 \x01(\tR\fscoreVersion\x12\x1c\n" +
+	"\treference\x18\x04 \x01(\tR\treference\x12!\n" +
+	"\fpackage_name\x18\x05 \x01(\tR\vpackageName\x12'\n" +
+	"\x0fpackage_version\x18\x06 \x01(\tR\x0epackageVersion\x122\n" +
+	"\x15package_fixed_version\x18\a \x01(\tR\x13packageFixedVersion\x12!\n" +
+	"\fpackage_path\x18\b \x01(\tR\vpackagePath\x12!\n" +
+	"\fpackage_type\x18\t \x01(\tR\vpackageTypeB\b\n" +
+	"\x06_score\"\x83\x01\n" +
 	"\bResource\x12\x1f\n" +
 	"\vapi_version\x18\x01 \x01(\tR\n" +
 	"apiVersion\x12\x12\n" +
@@ -773,7 +924,7 @@ func file_policyresults_v1_results_proto_rawDescGZIP() []byte {
 }
 
 var file_policyresults_v1_results_proto_enumTypes = make([]protoimpl.EnumInfo, 3)
-var file_policyresults_v1_results_proto_msgTypes = make([]protoimpl.MessageInfo, 7)
+var file_policyresults_v1_results_proto_msgTypes = make([]protoimpl.MessageInfo, 8)
 var file_policyresults_v1_results_proto_goTypes = []any{
 	(Outcome)(0),                  // 0: policyresults.v1.Outcome
 	(Severity)(0),                 // 1: policyresults.v1.Severity
@@ -782,29 +933,31 @@ var file_policyresults_v1_results_proto_goTypes = []any{
 	(*ForwardResponse)(nil),       // 4: policyresults.v1.ForwardResponse
 	(*Rejection)(nil),             // 5: policyresults.v1.Rejection
 	(*Result)(nil),                // 6: policyresults.v1.Result
-	(*Resource)(nil),              // 7: policyresults.v1.Resource
-	(*Report)(nil),                // 8: policyresults.v1.Report
-	nil,                           // 9: policyresults.v1.ForwardRequest.ExtraMetadataEntry
-	(*timestamppb.Timestamp)(nil), // 10: google.protobuf.Timestamp
+	(*Vulnerability)(nil),         // 7: policyresults.v1.Vulnerability
+	(*Resource)(nil),              // 8: policyresults.v1.Resource
+	(*Report)(nil),                // 9: policyresults.v1.Report
+	nil,                           // 10: policyresults.v1.ForwardRequest.ExtraMetadataEntry
+	(*timestamppb.Timestamp)(nil), // 11: google.protobuf.Timestamp
 }
 var file_policyresults_v1_results_proto_depIdxs = []int32{
 	6,  // 0: policyresults.v1.ForwardRequest.results:type_name -> policyresults.v1.Result
-	9,  // 1: policyresults.v1.ForwardRequest.extra_metadata:type_name -> policyresults.v1.ForwardRequest.ExtraMetadataEntry
+	10, // 1: policyresults.v1.ForwardRequest.extra_metadata:type_name -> policyresults.v1.ForwardRequest.ExtraMetadataEntry
 	5,  // 2: policyresults.v1.ForwardResponse.rejected:type_name -> policyresults.v1.Rejection
 	1,  // 3: policyresults.v1.Result.severity:type_name -> policyresults.v1.Severity
 	0,  // 4: policyresults.v1.Result.outcome:type_name -> policyresults.v1.Outcome
-	7,  // 5: policyresults.v1.Result.resource:type_name -> policyresults.v1.Resource
-	8,  // 6: policyresults.v1.Result.report:type_name -> policyresults.v1.Report
+	8,  // 5: policyresults.v1.Result.resource:type_name -> policyresults.v1.Resource
+	9,  // 6: policyresults.v1.Result.report:type_name -> policyresults.v1.Report
 	2,  // 7: policyresults.v1.Result.state:type_name -> policyresults.v1.State
-	10, // 8: policyresults.v1.Result.timestamp:type_name -> google.protobuf.Timestamp
-	10, // 9: policyresults.v1.Result.observed_timestamp:type_name -> google.protobuf.Timestamp
-	3,  // 10: policyresults.v1.ResultForwarder.Forward:input_type -> policyresults.v1.ForwardRequest
-	4,  // 11: policyresults.v1.ResultForwarder.Forward:output_type -> policyresults.v1.ForwardResponse
-	11, // [11:12] is the sub-list for method output_type
-	10, // [10:11] is the sub-list for method input_type
-	10, // [10:10] is the sub-list for extension type_name
-	10, // [10:10] is the sub-list for extension extendee
-	0,  // [0:10] is the sub-list for field type_name
+	11, // 8: policyresults.v1.Result.timestamp:type_name -> google.protobuf.Timestamp
+	11, // 9: policyresults.v1.Result.observed_timestamp:type_name -> google.protobuf.Timestamp
+	7,  // 10: policyresults.v1.Result.vulnerability:type_name -> policyresults.v1.Vulnerability
+	3,  // 11: policyresults.v1.ResultForwarder.Forward:input_type -> policyresults.v1.ForwardRequest
+	4,  // 12: policyresults.v1.ResultForwarder.Forward:output_type -> policyresults.v1.ForwardResponse
+	12, // [12:13] is the sub-list for method output_type
+	11, // [11:12] is the sub-list for method input_type
+	11, // [11:11] is the sub-list for extension type_name
+	11, // [11:11] is the sub-list for extension extendee
+	0,  // [0:11] is the sub-list for field type_name
 }
 
 func init() { file_policyresults_v1_results_proto_init() }
@@ -813,13 +966,14 @@ func file_policyresults_v1_results_proto_init() {
 		return
 	}
 	file_policyresults_v1_results_proto_msgTypes[3].OneofWrappers = []any{}
+	file_policyresults_v1_results_proto_msgTypes[4].OneofWrappers = []any{}
 	type x struct{}
 	out := protoimpl.TypeBuilder{
 		File: protoimpl.DescBuilder{
 			GoPackagePath: reflect.TypeOf(x{}).PkgPath(),
 			RawDescriptor: unsafe.Slice(unsafe.StringData(file_policyresults_v1_results_proto_rawDesc), len(file_policyresults_v1_results_proto_rawDesc)),
 			NumEnums:      3,
-			NumMessages:   7,
+			NumMessages:   8,
 			NumExtensions: 0,
 			NumServices:   1,
 		},
