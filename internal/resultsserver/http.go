@@ -23,17 +23,19 @@ const (
 	MaxFailingLimit     = 10000
 )
 
-// HTTPHandler serves the fleet view as JSON, and the server's self-metrics:
+// HTTPHandler serves the fleet view as JSON and as web pages, and the server's self-metrics:
 //
 //	GET /v1/fleet          counts by outcome per cluster and per cluster, source and policy
 //	GET /v1/fleet/failing  the failing results (outcome fail or error), at most limit (default 1000)
 //	GET /metrics           self-metrics in the Prometheus text format
+//	GET /, /policies, /namespaces, /results, /results/{key}, /trend: the web UI (ui.go)
 //
 // The fleet endpoints take the query parameters of a Filter (filterParams: cluster, namespace, policy, rule,
 // severity, source, kind, vulnerability, min_score, fixable, q); failing also takes limit (1 to 10000). An unknown, repeated or invalid parameter is a 400. When tokens are configured,
 // requests need one of them as "Authorization: Bearer <token>", like the gRPC API, else they get a 401: the
 // fleet view shows every cluster's failures. /metrics too: it is closed like the rest, and Prometheus can send a
-// token.
+// token. The web UI's pages also accept the token kept in a cookie by its login page, and send a browser without
+// one there.
 func (s *Server) HTTPHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /v1/fleet", func(w http.ResponseWriter, r *http.Request) {
@@ -72,18 +74,28 @@ func (s *Server) HTTPHandler() http.Handler {
 		w.Header().Set("Content-Type", "text/plain; version=0.0.4; charset=utf-8")
 		_ = s.metrics.write(w)
 	})
-	if len(s.tokens) == 0 {
-		return mux
-	}
+	s.registerUI(mux)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if s.authorized(r.Header.Values("Authorization")) {
-			mux.ServeHTTP(w, r)
+		page := uiPage(r.URL.Path)
+		if page {
+			uiHeaders(w.Header())
+		}
+		switch {
+		case len(s.tokens) == 0, s.authorized(r.Header.Values("Authorization")):
+		case page && (uiOpen(r.URL.Path) || s.cookieAuthorized(r)):
+		default:
+			s.metrics.httpUnauthenticated.Add(1)
+			s.logger.Debug("rejected an HTTP request without a valid bearer token", zap.String("remote", r.RemoteAddr))
+			if page && r.Method == http.MethodGet {
+				// A browser: to the login page, and back here after it.
+				http.Redirect(w, r, link("/login", url.Values{"next": {r.URL.RequestURI()}}), http.StatusSeeOther)
+				return
+			}
+			w.Header().Set("WWW-Authenticate", `Bearer realm="results-server"`)
+			writeError(w, http.StatusUnauthorized, errors.New("missing or invalid bearer token"))
 			return
 		}
-		s.metrics.httpUnauthenticated.Add(1)
-		s.logger.Debug("rejected an HTTP request without a valid bearer token", zap.String("remote", r.RemoteAddr))
-		w.Header().Set("WWW-Authenticate", `Bearer realm="results-server"`)
-		writeError(w, http.StatusUnauthorized, errors.New("missing or invalid bearer token"))
+		mux.ServeHTTP(w, r)
 	})
 }
 
@@ -119,11 +131,33 @@ func parseFilter(q url.Values, withLimit bool) (Filter, error) {
 	return f, f.Validate()
 }
 
-// set sets the field of query parameter name; an empty value leaves it unset, as an empty form field does.
-func (f *Filter) set(name, v string) error {
-	field := map[string]*string{"cluster": &f.Cluster, "namespace": &f.Namespace, "policy": &f.Policy,
+// textFields are the filter's string fields by query parameter.
+func (f *Filter) textFields() map[string]*string {
+	return map[string]*string{"cluster": &f.Cluster, "namespace": &f.Namespace, "policy": &f.Policy,
 		"rule": &f.Rule, "severity": &f.Severity, "source": &f.Source, "kind": &f.Kind,
 		"vulnerability": &f.Vulnerability, "q": &f.Text}
+}
+
+// values is the filter as query parameters, the inverse of parseFilter (without the limit).
+func (f Filter) values() url.Values {
+	v := url.Values{}
+	for name, val := range f.textFields() {
+		if *val != "" {
+			v.Set(name, *val)
+		}
+	}
+	if f.MinScore != nil {
+		v.Set("min_score", strconv.FormatFloat(*f.MinScore, 'f', -1, 64))
+	}
+	if f.Fixable {
+		v.Set("fixable", "true")
+	}
+	return v
+}
+
+// set sets the field of query parameter name; an empty value leaves it unset, as an empty form field does.
+func (f *Filter) set(name, v string) error {
+	field := f.textFields()
 	switch {
 	case field[name] != nil:
 		*field[name] = v

@@ -87,6 +87,11 @@ var migrations = [][]string{
 		`CREATE INDEX IF NOT EXISTS results_by_resolved_updated ON results (resolved, updated_unix_nano)`,
 	},
 	findingColumns(),
+	{
+		// The failing list of the web UI, newest change first, paged by (updated_unix_nano, key): one walk of
+		// this index per page, however deep (see failingPage). Partial, so it holds only what the list shows.
+		`CREATE INDEX results_failing_recent ON results (updated_unix_nano, key) WHERE resolved = 0 AND ` + failingCond,
+	},
 }
 
 // findingColumns is schema version 3: the finding fields of the model (a vulnerable package, a control's failed

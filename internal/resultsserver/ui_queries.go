@@ -1,0 +1,411 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package resultsserver
+
+import (
+	"cmp"
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+)
+
+// failingCond is the failing outcomes' condition, written once: the partial index results_failing_recent
+// (schema version 4) is used only by queries whose WHERE clause holds exactly this term.
+const failingCond = "outcome IN ('fail', 'error')"
+
+// MaxCounted bounds the count of a failing list: counting every match of a loose filter over millions of rows
+// would cost more than the page itself, so beyond this the page says "more than".
+const MaxCounted = 10000
+
+// severityOrder are the severities shown, most severe first; "" is a result without one.
+var severityOrder = []string{"critical", "high", "medium", "low", "info", ""}
+
+// ClusterSummary is one cluster of the overview: results by outcome, failing results by severity.
+type ClusterSummary struct {
+	Cluster string
+	Counts
+	// FailingBySeverity follows severityOrder.
+	FailingBySeverity [6]int64
+}
+
+// Failing is the number of results that need attention (outcome fail or error).
+func (c Counts) Failing() int64 { return c.Fail + c.Error }
+
+func (s *store) clusterSummaries(ctx context.Context, f Filter) ([]ClusterSummary, error) {
+	where, args := f.where()
+	//nolint:gosec // G202: where joins fixed column names and numbered placeholders; values are arguments
+	rows, err := s.db.QueryContext(ctx, `SELECT cluster, outcome, severity, COUNT(*) FROM results`+where+
+		` GROUP BY cluster, outcome, severity`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	byCluster := map[string]*ClusterSummary{}
+	for rows.Next() {
+		var cluster, outcome, severity string
+		var n int64
+		if err := rows.Scan(&cluster, &outcome, &severity, &n); err != nil {
+			return nil, err
+		}
+		c := byCluster[cluster]
+		if c == nil {
+			c = &ClusterSummary{Cluster: cluster}
+			byCluster[cluster] = c
+		}
+		c.add(outcome, n)
+		if outcome == "fail" || outcome == "error" {
+			i := slices.Index(severityOrder, severity)
+			if i < 0 {
+				i = len(severityOrder) - 1
+			}
+			c.FailingBySeverity[i] += n
+		}
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]ClusterSummary, 0, len(byCluster))
+	for _, c := range byCluster {
+		out = append(out, *c)
+	}
+	slices.SortFunc(out, func(a, b ClusterSummary) int { return strings.Compare(a.Cluster, b.Cluster) })
+	return out, nil
+}
+
+// PolicyAcross is one policy in every cluster that has results of it: the multi-cluster comparison.
+type PolicyAcross struct {
+	Source, Policy string
+	// ByCluster holds the policy's results in each cluster that has some, by cluster name.
+	ByCluster map[string]Counts
+	// Failing sums the failing results over the clusters.
+	Failing int64
+	// Differs says that the policy fails in one cluster and holds in another: some cluster has failing
+	// results of it, another has results of it and none failing.
+	Differs bool
+}
+
+// AcrossCell is a policy's results in one cluster of a comparison; Counts is nil when the cluster has none.
+type AcrossCell struct {
+	Cluster string
+	Counts  *Counts
+}
+
+// Cells are the policy's results in each of clusters, in their order.
+func (p PolicyAcross) Cells(clusters []string) []AcrossCell {
+	out := make([]AcrossCell, len(clusters))
+	for i, c := range clusters {
+		out[i].Cluster = c
+		if counts, ok := p.ByCluster[c]; ok {
+			out[i].Counts = &counts
+		}
+	}
+	return out
+}
+
+func (s *store) policiesAcross(ctx context.Context, f Filter) ([]PolicyAcross, error) {
+	where, args := f.where()
+	//nolint:gosec // G202: where joins fixed column names and numbered placeholders; values are arguments
+	rows, err := s.db.QueryContext(ctx, `SELECT source, policy, cluster, outcome, COUNT(*) FROM results`+where+
+		` GROUP BY source, policy, cluster, outcome`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	byPolicy := map[[2]string]*PolicyAcross{}
+	for rows.Next() {
+		var source, policy, cluster, outcome string
+		var n int64
+		if err := rows.Scan(&source, &policy, &cluster, &outcome, &n); err != nil {
+			return nil, err
+		}
+		k := [2]string{source, policy}
+		p := byPolicy[k]
+		if p == nil {
+			p = &PolicyAcross{Source: source, Policy: policy, ByCluster: map[string]Counts{}}
+			byPolicy[k] = p
+		}
+		c := p.ByCluster[cluster]
+		c.add(outcome, n)
+		p.ByCluster[cluster] = c
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]PolicyAcross, 0, len(byPolicy))
+	for _, p := range byPolicy {
+		var failing, holding bool
+		for _, c := range p.ByCluster {
+			p.Failing += c.Failing()
+			failing = failing || c.Failing() > 0
+			holding = holding || c.Failing() == 0
+		}
+		p.Differs = failing && holding
+		out = append(out, *p)
+	}
+	// Most failing first: what the page is for.
+	slices.SortFunc(out, func(a, b PolicyAcross) int {
+		return cmp.Or(cmp.Compare(b.Failing, a.Failing), compareAll(a.Source, b.Source, a.Policy, b.Policy))
+	})
+	return out, nil
+}
+
+// NamespaceCounts are the results about resources in one namespace of one cluster; Namespace "" holds the
+// cluster-wide results.
+type NamespaceCounts struct {
+	Cluster, Namespace string
+	Counts
+}
+
+func (s *store) namespaceCounts(ctx context.Context, f Filter) ([]NamespaceCounts, error) {
+	where, args := f.where()
+	//nolint:gosec // G202: where joins fixed column names and numbered placeholders; values are arguments
+	rows, err := s.db.QueryContext(ctx, `SELECT cluster, resource_namespace, outcome, COUNT(*) FROM results`+where+
+		` GROUP BY cluster, resource_namespace, outcome`, args...)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	byNS := map[[2]string]*NamespaceCounts{}
+	for rows.Next() {
+		var cluster, namespace, outcome string
+		var n int64
+		if err := rows.Scan(&cluster, &namespace, &outcome, &n); err != nil {
+			return nil, err
+		}
+		k := [2]string{cluster, namespace}
+		c := byNS[k]
+		if c == nil {
+			c = &NamespaceCounts{Cluster: cluster, Namespace: namespace}
+			byNS[k] = c
+		}
+		c.add(outcome, n)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	out := make([]NamespaceCounts, 0, len(byNS))
+	for _, c := range byNS {
+		out = append(out, *c)
+	}
+	slices.SortFunc(out, func(a, b NamespaceCounts) int {
+		return cmp.Or(cmp.Compare(b.Failing(), a.Failing()), compareAll(a.Cluster, b.Cluster, a.Namespace, b.Namespace))
+	})
+	return out, nil
+}
+
+// Cursor is a place in the failing list, which is ordered by the time the server last changed a result,
+// newest first, then by key: paging by cursor (keyset paging) reads one page of the index however deep the
+// page, where an offset would read every row before it.
+type Cursor struct {
+	UpdatedUnixNano int64
+	Key             string
+}
+
+// String is the cursor as a query parameter value.
+func (c Cursor) String() string { return fmt.Sprintf("%d.%s", c.UpdatedUnixNano, c.Key) }
+
+// ParseCursor reads a Cursor.String.
+func ParseCursor(s string) (Cursor, error) {
+	t, key, ok := strings.Cut(s, ".")
+	var c Cursor
+	if _, err := fmt.Sscanf(t, "%d", &c.UpdatedUnixNano); !ok || err != nil || key == "" || len(key) > 128 {
+		return Cursor{}, fmt.Errorf("cursor %q: want UPDATED.KEY, as the next-page link gives", s)
+	}
+	c.Key = key
+	return c, nil
+}
+
+// FailingPage is one page of the failing list.
+type FailingPage struct {
+	Results []FailingResult
+	// Count is how many results the filter selects, at most MaxCounted; CountCapped says there are more.
+	Count       int64
+	CountCapped bool
+	// Next is the cursor of the next page; nil on the last one.
+	Next *Cursor
+}
+
+func (s *store) failingPage(ctx context.Context, f Filter, after *Cursor, size int) (FailingPage, error) {
+	where, args := f.where()
+	where += " AND " + failingCond
+	var page FailingPage
+	//nolint:gosec // G202: where joins fixed column names and numbered placeholders; values are arguments
+	if err := s.db.QueryRowContext(ctx, fmt.Sprintf(`SELECT COUNT(*) FROM (SELECT 1 FROM results%s LIMIT %d) AS matched`,
+		where, MaxCounted+1), args...).Scan(&page.Count); err != nil {
+		return FailingPage{}, err
+	}
+	if page.Count > MaxCounted {
+		page.Count, page.CountCapped = MaxCounted, true
+	}
+	if after != nil {
+		n := len(args)
+		where += fmt.Sprintf(" AND (updated_unix_nano < $%d OR (updated_unix_nano = $%d AND key < $%d))", n+1, n+1, n+2)
+		args = append(args, after.UpdatedUnixNano, after.Key)
+	}
+	//nolint:gosec // G202: as above
+	q := `SELECT ` + currentColumns + ` FROM results` + where +
+		fmt.Sprintf(` ORDER BY updated_unix_nano DESC, key DESC LIMIT %d`, size+1)
+	results, err := s.queryCurrent(ctx, q, args...)
+	if err != nil {
+		return FailingPage{}, err
+	}
+	if len(results) > size {
+		results = results[:size]
+		last := results[size-1]
+		page.Next = &Cursor{UpdatedUnixNano: last.UpdatedAt.UnixNano(), Key: last.Key}
+	}
+	page.Results = results
+	return page, nil
+}
+
+// ResultDetail is one result's page: its current row, what the source sent, and its history.
+type ResultDetail struct {
+	FailingResult
+	BodyJSON  string
+	Resolved  bool
+	FirstSeen time.Time
+	History   []HistoryEntry
+	// HistoryCapped says that older history entries than those shown exist.
+	HistoryCapped bool
+}
+
+// HistoryEntry is one outcome a result went through.
+type HistoryEntry struct {
+	ID, State, Outcome, Severity, Message string
+	// Observed is when the collector saw the outcome (else when the engine produced it, else when this server
+	// received it): the time that orders a result's outcomes.
+	Observed time.Time
+	Received time.Time
+}
+
+// MaxHistoryShown bounds a result page's history: a result that flapped for years must not make its page huge.
+const MaxHistoryShown = 200
+
+var errNoResult = errors.New("no result with this key")
+
+func (s *store) resultDetail(ctx context.Context, key string) (ResultDetail, error) {
+	current, err := s.queryCurrent(ctx, `SELECT `+currentColumns+` FROM results WHERE key = $1`, key)
+	if err != nil {
+		return ResultDetail{}, err
+	}
+	if len(current) == 0 {
+		return ResultDetail{}, errNoResult
+	}
+	d := ResultDetail{FailingResult: current[0]}
+	var resolved int64
+	var firstSeen int64
+	if err := s.db.QueryRowContext(ctx, `SELECT body_json, resolved, first_seen_unix_nano FROM results WHERE key = $1`, key).
+		Scan(&d.BodyJSON, &resolved, &firstSeen); err != nil {
+		return ResultDetail{}, err
+	}
+	d.Resolved, d.FirstSeen = resolved != 0, time.Unix(0, firstSeen).UTC()
+	rows, err := s.db.QueryContext(ctx, fmt.Sprintf(`SELECT id, state, outcome, severity, message, order_unix_nano,
+		received_unix_nano FROM result_history WHERE key = $1
+		ORDER BY order_unix_nano DESC, received_unix_nano DESC LIMIT %d`, MaxHistoryShown+1), key)
+	if err != nil {
+		return ResultDetail{}, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var h HistoryEntry
+		var observed, received int64
+		if err := rows.Scan(&h.ID, &h.State, &h.Outcome, &h.Severity, &h.Message, &observed, &received); err != nil {
+			return ResultDetail{}, err
+		}
+		h.Observed, h.Received = time.Unix(0, observed).UTC(), time.Unix(0, received).UTC()
+		d.History = append(d.History, h)
+	}
+	if len(d.History) > MaxHistoryShown {
+		d.History, d.HistoryCapped = d.History[:MaxHistoryShown], true
+	}
+	return d, rows.Err()
+}
+
+// TrendSeries is one cluster's failing count at the end of each day of a trend.
+type TrendSeries struct {
+	Cluster string
+	// Failing has one count per day of the trend, oldest first.
+	Failing []int64
+}
+
+const nanosPerDay = int64(24 * time.Hour)
+
+// trend counts, for each cluster and each of days days ending today (UTC), the results failing at the end of
+// the day, from result_history: each history row changes its key's failing state (outcome fail or error, and
+// not resolved) from what the key's previous row said, so summing those changes up to a day's end counts the
+// keys failing then. The database computes the changes (a window over each key's rows in outcome order), so
+// only a few numbers per cluster and day leave it. Rows before the first day are summed into the first day's
+// starting point. A key whose older rows were pruned by retention starts from its oldest remaining row, as if
+// it had appeared then.
+func (s *store) trend(ctx context.Context, cluster string, days int, now time.Time) ([]TrendSeries, []time.Time, error) {
+	today := now.UTC().Truncate(24 * time.Hour)
+	start := today.AddDate(0, 0, -(days - 1))
+	var filter string
+	args := []any{start.UnixNano(), nanosPerDay}
+	if cluster != "" {
+		filter = " WHERE cluster = $3"
+		args = append(args, cluster)
+	}
+	//nolint:gosec // G202: filter is a fixed condition with a numbered placeholder
+	q := `SELECT cluster, day, SUM(delta) FROM (
+		SELECT cluster,
+			CASE WHEN order_unix_nano < $1 THEN -1 ELSE (order_unix_nano - $1) / $2 END AS day,
+			failing - COALESCE(LAG(failing) OVER (PARTITION BY key ORDER BY order_unix_nano, received_unix_nano), 0) AS delta
+		FROM (SELECT key, cluster, order_unix_nano, received_unix_nano,
+				CASE WHEN ` + failingCond + ` AND state <> 'resolved' THEN 1 ELSE 0 END AS failing
+			FROM result_history` + filter + `) AS h
+	) AS d GROUP BY cluster, day`
+	rows, err := s.db.QueryContext(ctx, q, args...)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer rows.Close()
+	type change struct {
+		day   int64
+		delta int64
+	}
+	changes := map[string][]change{}
+	for rows.Next() {
+		var c string
+		var day int64
+		var delta sql.NullInt64
+		if err := rows.Scan(&c, &day, &delta); err != nil {
+			return nil, nil, err
+		}
+		changes[c] = append(changes[c], change{day, delta.Int64})
+	}
+	if err := rows.Err(); err != nil {
+		return nil, nil, err
+	}
+	dates := make([]time.Time, days)
+	for i := range dates {
+		dates[i] = start.AddDate(0, 0, i)
+	}
+	out := make([]TrendSeries, 0, len(changes))
+	for c, ch := range changes {
+		perDay := make([]int64, days)
+		var before int64
+		for _, x := range ch {
+			switch {
+			case x.day < 0:
+				before += x.delta
+			case x.day < int64(days):
+				perDay[x.day] += x.delta
+			}
+			// Rows after today (a collector's clock ahead of this server's) count from tomorrow: not shown.
+		}
+		running := before
+		for i := range perDay {
+			running += perDay[i]
+			perDay[i] = running
+		}
+		out = append(out, TrendSeries{Cluster: c, Failing: perDay})
+	}
+	slices.SortFunc(out, func(a, b TrendSeries) int { return strings.Compare(a.Cluster, b.Cluster) })
+	return out, dates, nil
+}
