@@ -5,9 +5,11 @@ package resultsserver
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,21 +31,29 @@ const (
 
 // BenchmarkIngest forwards requests as the results_grpc exporter sends them (1,000 results, extra_metadata,
 // bodies of a few hundred bytes; 700 new keys and 300 changed outcomes of earlier keys each) through the
-// Forward handler into a real database, one request at a time, and reports results/s. Requests are built with
-// the timer stopped, so only checking and storing is measured; the tables grow across iterations as a server's
-// do.
+// Forward handler into a real database and reports results/s: one request at a time (sequential), and from
+// four senders at once (concurrent), as the exporter's sending queue does with several consumers. Requests are
+// built with the timer stopped, so only checking and storing is measured; the tables grow across iterations as
+// a server's do.
 //
 //	go test -run '^$' -bench BenchmarkIngest -benchtime 50x -count 3 ./internal/resultsserver
 func BenchmarkIngest(b *testing.B) {
-	b.Run("sqlite", func(b *testing.B) {
-		benchmarkIngest(b, "sqlite://"+filepath.Join(b.TempDir(), "results.db"))
-	})
-	b.Run("postgres", func(b *testing.B) {
-		benchmarkIngest(b, pgtest.Start(b).CreateDB("ingest"))
-	})
+	for _, db := range []struct {
+		name string
+		dsn  func(b *testing.B, name string) string
+	}{
+		{"sqlite", func(b *testing.B, _ string) string { return "sqlite://" + filepath.Join(b.TempDir(), "results.db") }},
+		{"postgres", func(b *testing.B, name string) string { return pgtest.Start(b).CreateDB(name) }},
+	} {
+		b.Run(db.name+"/sequential", func(b *testing.B) { benchmarkIngest(b, db.dsn(b, "sequential"), 1) })
+		b.Run(db.name+"/concurrent", func(b *testing.B) { benchmarkIngest(b, db.dsn(b, "concurrent"), ingestSenders) })
+	}
 }
 
-func benchmarkIngest(b *testing.B, dsn string) {
+// ingestSenders is the concurrent benchmark's number of senders.
+const ingestSenders = 4
+
+func benchmarkIngest(b *testing.B, dsn string, senders int) {
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	s, err := Open(ctx, Config{DB: dsn})
 	cancel()
@@ -52,22 +62,37 @@ func benchmarkIngest(b *testing.B, dsn string) {
 	}
 	b.Cleanup(func() { _ = s.Close() })
 	f := &forwarder{s: s}
-	gen := ingestGenerator{}
+	// Each sender has keys of its own, as collectors of different clusters do.
+	gens := make([]ingestGenerator, senders)
+	for i := range gens {
+		gens[i].base = i * 100_000_000
+	}
 	var results int
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
 		b.StopTimer()
-		req := gen.next()
+		reqs := make([]*pb.ForwardRequest, senders)
+		for i := range reqs {
+			reqs[i] = gens[i].next()
+		}
 		b.StartTimer()
-		resp, err := f.Forward(context.Background(), req)
-		if err != nil {
+		var wg sync.WaitGroup
+		errs := make([]error, senders)
+		for i, req := range reqs {
+			wg.Go(func() {
+				resp, err := f.Forward(context.Background(), req)
+				if err == nil && int(resp.GetAccepted()) != len(req.Results) {
+					err = fmt.Errorf("accepted %d of %d: %v", resp.GetAccepted(), len(req.Results), resp.GetRejected())
+				}
+				errs[i] = err
+			})
+		}
+		wg.Wait()
+		if err := errors.Join(errs...); err != nil {
 			b.Fatal(err)
 		}
-		if int(resp.GetAccepted()) != len(req.Results) {
-			b.Fatalf("accepted %d of %d: %v", resp.GetAccepted(), len(req.Results), resp.GetRejected())
-		}
-		results += len(req.Results)
+		results += senders * ingestBatch
 	}
 	b.ReportMetric(float64(results)/b.Elapsed().Seconds(), "results/s")
 }
@@ -76,6 +101,8 @@ func benchmarkIngest(b *testing.B, dsn string) {
 // request on, a changed outcome for 300 keys of the previous request.
 type ingestGenerator struct {
 	requests int
+	// base is added to every key number.
+	base int
 }
 
 var ingestMeta = map[string]string{"environment": "production", "region": "eu-west-1"}
@@ -87,11 +114,11 @@ func (g *ingestGenerator) next() *pb.ForwardRequest {
 	results := make([]*pb.Result, 0, ingestBatch)
 	if r > 0 {
 		for i := range ingestChanged {
-			results = append(results, ingestResult((r-1)*newKeys+i, r, policyresult.OutcomePass))
+			results = append(results, ingestResult(g.base+(r-1)*newKeys+i, r, policyresult.OutcomePass))
 		}
 	}
 	for i := range ingestBatch - len(results) {
-		results = append(results, ingestResult(r*newKeys+i, r, policyresult.OutcomeFail))
+		results = append(results, ingestResult(g.base+r*newKeys+i, r, policyresult.OutcomeFail))
 	}
 	return &pb.ForwardRequest{Results: results, ExtraMetadata: ingestMeta}
 }
