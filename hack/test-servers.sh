@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs or builds the real servers the integration tests start, caching them outside the repository.
 # Prints nothing but errors when everything is already cached.
-# Usage: hack/test-servers.sh [etcd|kube-apiserver|opa|minio|postgres|gatekeeper|helm|prometheus]...
+# Usage: hack/test-servers.sh [etcd|kube-apiserver|opa|minio|postgres|gatekeeper|helm|prometheus|chromium]...
 set -euo pipefail
 
 CACHE_DIR=${CACHE_DIR:-$HOME/.cache/otelcol-policy}
@@ -172,10 +172,18 @@ install_prometheus() {
   rm -rf "$dir"
 }
 
+# Chromium from Debian's chromium package, the headless browser internal/chromiumtest drives over the DevTools
+# protocol to test the results server's web UI.
+install_chromium() {
+  [[ -x /usr/bin/chromium ]] && return
+  log "installing chromium (apt)"
+  "$(dirname "$0")/apt-install.sh" chromium
+}
+
 # Gatekeeper and Helm first: the longest builds run in the background while the others install or build, and the
-# script fails if one of them failed. The apt users (prometheus, etcd, postgres) run one after the other: apt's
-# locks allow one package list update at a time.
-[[ $# -gt 0 ]] || set -- gatekeeper helm prometheus etcd kube-apiserver opa minio postgres
+# script fails if one of them failed. The apt users (prometheus, etcd, postgres, chromium) run one after the
+# other: apt's locks allow one package list update at a time.
+[[ $# -gt 0 ]] || set -- gatekeeper helm prometheus etcd kube-apiserver opa minio postgres chromium
 background=()
 for s in "$@"; do
   case $s in
@@ -187,6 +195,7 @@ for s in "$@"; do
     gatekeeper) install_gatekeeper & background+=($!) ;;
     helm) install_helm & background+=($!) ;;
     prometheus) install_prometheus ;;
+    chromium) install_chromium ;;
     *) log "unknown server $s"; exit 2 ;;
   esac
 done
