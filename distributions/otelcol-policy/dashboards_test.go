@@ -54,9 +54,6 @@ func prometheusRules(t *testing.T, dir, forDuration string) string {
 
 // TestAlertRulesCheck: promtool accepts the shipped rules, as they are.
 func TestAlertRulesCheck(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs promtool; skipped under -short")
-	}
 	path := prometheusRules(t, t.TempDir(), "")
 	out, err := exec.Command(promtest.Promtool(t), "check", "rules", path).CombinedOutput()
 	require.NoError(t, err, string(out))
