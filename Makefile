@@ -97,7 +97,7 @@ bench-k8sreports: build test-servers
 bench-decisionlogs: build
 	OTELCOL_POLICY_BIN=$(CURDIR)/$(BIN) $(GO) test -run '^$$' -bench DecisionLogs -benchtime 1x -timeout 30m ./testbed/decisionlogs/
 
-## testbed: the whole testbed as one suite (testbed/cmd/testbed, about 16 minutes on 2 cores): the delivery
+## testbed: the whole testbed as one suite (testbed/cmd/testbed, over 20 minutes on 2 cores): the delivery
 ## tests at full scale (crash, restart, bad input, outage) and every benchmark of the repository, each figure 3
 ## times; writes testbed/results/RESULTS.md (min/median/max, peak RSS, machine, date), results.json and
 ## timeseries.png, and fails when a test fails or a figure is missing. TESTBED_FLAGS passes flags to the runner,

@@ -25,24 +25,29 @@ import (
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
-// rulesFile is the chart's alerting rules: a list of rule groups (spec.groups of the PrometheusRule).
+// rulesFile is the chart's alerting rules, a Prometheus rules file whose groups the chart puts under spec.groups
+// of its PrometheusRule.
 func rulesFile(t *testing.T) string {
 	return filepath.Join(collectortest.RepoRoot(t), "distributions", "otelcol-policy", "helm", "otelcol-policy", "files", "rules", "otelcol-policy.yaml")
 }
 
-// prometheusRules writes the chart's rule groups as a Prometheus rules file (under groups:) in dir; with
-// forDuration set, every rule's `for` is replaced by it, so that a test need not wait minutes. The expressions
-// are the shipped ones.
-func prometheusRules(t *testing.T, dir, forDuration string) string {
+// ruleGroups are the groups of the shipped rules file.
+func ruleGroups(t *testing.T) []map[string]any {
 	raw, err := os.ReadFile(rulesFile(t))
 	require.NoError(t, err)
-	var groups []map[string]any
-	require.NoError(t, yaml.Unmarshal(raw, &groups))
-	if forDuration != "" {
-		for _, g := range groups {
-			for _, r := range g["rules"].([]any) {
-				r.(map[string]any)["for"] = forDuration
-			}
+	var file struct{ Groups []map[string]any }
+	require.NoError(t, yaml.Unmarshal(raw, &file))
+	require.NotEmpty(t, file.Groups, "%s has groups:", rulesFile(t))
+	return file.Groups
+}
+
+// rulesWithFor writes the shipped rules file to dir with every rule's `for` replaced by forDuration, so that a
+// test need not wait minutes. The expressions are the shipped ones.
+func rulesWithFor(t *testing.T, dir, forDuration string) string {
+	groups := ruleGroups(t)
+	for _, g := range groups {
+		for _, r := range g["rules"].([]any) {
+			r.(map[string]any)["for"] = forDuration
 		}
 	}
 	out, err := yaml.Marshal(map[string]any{"groups": groups})
@@ -52,13 +57,9 @@ func prometheusRules(t *testing.T, dir, forDuration string) string {
 	return path
 }
 
-// TestAlertRulesCheck: promtool accepts the shipped rules, as they are.
+// TestAlertRulesCheck: promtool accepts the shipped rules file as it is.
 func TestAlertRulesCheck(t *testing.T) {
-	if testing.Short() {
-		t.Skip("needs promtool; skipped under -short")
-	}
-	path := prometheusRules(t, t.TempDir(), "")
-	out, err := exec.Command(promtest.Promtool(t), "check", "rules", path).CombinedOutput()
+	out, err := exec.Command(promtest.Promtool(t), "check", "rules", rulesFile(t)).CombinedOutput()
 	require.NoError(t, err, string(out))
 	assert.Contains(t, string(out), "SUCCESS: 6 rules found")
 }
@@ -157,7 +158,7 @@ func TestDashboardsAndAlertsOnPrometheus(t *testing.T) {
 	dir := t.TempDir()
 	prom := promtest.Start(t, promtest.Options{
 		Targets:   []promtest.Target{{Job: "otelcol-policy", Address: fmt.Sprintf("127.0.0.1:%d", metricsPort)}},
-		RuleFiles: []string{prometheusRules(t, dir, "0s")},
+		RuleFiles: []string{rulesWithFor(t, dir, "0s")},
 	})
 
 	archive := httptest.NewServer(&collectortest.OTLPSink{})
@@ -255,16 +256,10 @@ func TestDashboardsAndAlertsOnPrometheus(t *testing.T) {
 	waitFiring(t, prom, &fired, "OtelcolPolicyDown", nil)
 
 	// Every rule of the file fired in this scenario.
-	var groups []struct {
-		Rules []struct{ Alert string }
-	}
-	raw, err := os.ReadFile(rulesFile(t))
-	require.NoError(t, err)
-	require.NoError(t, yaml.Unmarshal(raw, &groups))
 	var names []string
-	for _, g := range groups {
-		for _, r := range g.Rules {
-			names = append(names, r.Alert)
+	for _, g := range ruleGroups(t) {
+		for _, r := range g["rules"].([]any) {
+			names = append(names, r.(map[string]any)["alert"].(string))
 		}
 	}
 	assert.ElementsMatch(t, names, fired)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -16,7 +17,10 @@ import (
 	"github.com/stretchr/testify/require"
 	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
+	networkingv1 "k8s.io/api/networking/v1"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 
 	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
@@ -32,8 +36,12 @@ import (
 // helmVersion is the Helm release hack/test-servers.sh builds.
 const helmVersion = "v3.22.0"
 
+// helmBinary skips t under -short: every Helm test runs helm through it.
 func helmBinary(t *testing.T) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs helm; skipped under -short")
+	}
 	if p := os.Getenv("HELM_BIN"); p != "" {
 		return p
 	}
@@ -75,6 +83,19 @@ var (
 	decisions      = release{"otelcol-policy-node", nodeNS, []string{"--set", "mode=daemonset"}}
 )
 
+// The values that feed the dashboards and alerts: the self-metrics scraped (podMonitor; in daemonset mode through
+// the NetworkPolicy), the policy_metrics series remote-written.
+var (
+	remoteWrite  = []string{"--set", "prometheusRemoteWrite.endpoint=https://prometheus.example.com/api/v1/write"}
+	metricsFrom  = []string{"--set-json", `networkPolicy.metricsFrom=[{"namespaceSelector":{"matchLabels":{"kubernetes.io/metadata.name":"monitoring"}},"podSelector":{"matchLabels":{"app.kubernetes.io/name":"prometheus"}}}]`}
+	monitoredArg = slices.Concat([]string{"--set", "podMonitor.enabled=true"}, remoteWrite, metricsFrom)
+)
+
+// monitored is rel with monitoredArg.
+func monitored(rel release) release {
+	return release{rel.name, rel.namespace, slices.Concat(rel.args, monitoredArg)}
+}
+
 // helmTemplate renders the chart in dir (the shipped chart when empty) as rel.
 func helmTemplate(t *testing.T, dir string, rel release) []*unstructured.Unstructured {
 	t.Helper()
@@ -109,6 +130,8 @@ func TestHelmLint(t *testing.T) {
 		{"-f", filepath.Join(chartDir(t), "values-ha.yaml")},
 		{"--set", "mode=daemonset"},
 		{"--set", "prometheusRule.enabled=true,dashboards.enabled=true,k8sEvents.enabled=true"},
+		append([]string{"--set", "podMonitor.enabled=true"}, remoteWrite...),
+		append([]string{"--set", "mode=daemonset,podMonitor.enabled=true"}, append(remoteWrite, metricsFrom...)...),
 	} {
 		out := runHelm(t, append([]string{"lint", "--strict", chartDir(t)}, args...)...)
 		assert.Contains(t, out, "1 chart(s) linted, 0 chart(s) failed", "%v", args)
@@ -245,11 +268,7 @@ func TestHelmValues(t *testing.T) {
 	})
 
 	t.Run("replicas without leader election are refused", func(t *testing.T) {
-		cmd := exec.Command(helmBinary(t), "template", "x", chartDir(t), "--set", "replicaCount=2")
-		cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
-		out, err := cmd.CombinedOutput()
-		require.Error(t, err)
-		assert.Contains(t, string(out), "replicaCount > 1 needs leaderElection.enabled=true")
+		assert.Contains(t, helmTemplateFails(t, "--set", "replicaCount=2"), "replicaCount > 1 needs leaderElection.enabled=true")
 	})
 
 	t.Run("daemonset has no API access", func(t *testing.T) {
@@ -281,6 +300,87 @@ func TestHelmValues(t *testing.T) {
 		assert.Contains(t, renderedConfig(t, objs, "otelcol-policy-node-config")["extensions"], "k8s_events")
 	})
 
+	t.Run("self-metrics scraped by a PodMonitor", func(t *testing.T) {
+		for _, rel := range []release{reportsDefault, decisions} {
+			objs := helmTemplate(t, "", release{rel.name, rel.namespace, slices.Concat(rel.args, []string{"--set",
+				"podMonitor.enabled=true,podMonitor.interval=30s,podMonitor.additionalLabels.release=kube-prometheus-stack"})})
+			pm := typed[struct {
+				Metadata metav1.ObjectMeta
+				Spec     struct {
+					JobLabel            string
+					Selector            metav1.LabelSelector
+					PodMetricsEndpoints []map[string]any
+				}
+			}](t, find(t, objs, "PodMonitor", rel.namespace, rel.name))
+			assert.Equal(t, "kube-prometheus-stack", pm.Metadata.Labels["release"], "what the Prometheus' podMonitorSelector matches")
+			assert.Equal(t, []map[string]any{{"port": "metrics", "path": "/metrics", "interval": "30s"}}, pm.Spec.PodMetricsEndpoints)
+			var tmpl corev1.PodTemplateSpec
+			for _, o := range objs {
+				if o.GetKind() == "Deployment" || o.GetKind() == "DaemonSet" {
+					tmpl = typed[struct {
+						Spec struct{ Template corev1.PodTemplateSpec }
+					}](t, o).Spec.Template
+				}
+			}
+			selector, err := metav1.LabelSelectorAsSelector(&pm.Spec.Selector)
+			require.NoError(t, err)
+			assert.True(t, selector.Matches(labels.Set(tmpl.Labels)), "the PodMonitor selects the release's pods")
+			// The Prometheus Operator takes the job from the pod label jobLabel names: OtelcolPolicyDown must
+			// match it.
+			job := tmpl.Labels[pm.Spec.JobLabel]
+			require.NotEmpty(t, job, "the pods have the label %q", pm.Spec.JobLabel)
+			assert.Regexp(t, "^(?:"+downJobRegexp(t)+")$", job, "OtelcolPolicyDown's job matcher matches the PodMonitor's job")
+		}
+		assert.False(t, slices.ContainsFunc(helmTemplate(t, "", decisions), func(o *unstructured.Unstructured) bool {
+			return o.GetKind() == "PodMonitor"
+		}), "no PodMonitor by default")
+	})
+
+	t.Run("networkPolicy.metricsFrom admits Prometheus to the metrics port", func(t *testing.T) {
+		objs := helmTemplate(t, "", release{decisions.name, decisions.namespace, slices.Concat(decisions.args, metricsFrom)})
+		np := typed[networkingv1.NetworkPolicy](t, find(t, objs, "NetworkPolicy", nodeNS, "otelcol-policy-node-decisions"))
+		require.Len(t, np.Spec.Ingress, 2, "the producers on the OPA port, Prometheus on the metrics port")
+		assert.Equal(t, "opa", np.Spec.Ingress[0].Ports[0].Port.String())
+		rule := np.Spec.Ingress[1]
+		require.Len(t, rule.Ports, 1)
+		assert.Equal(t, "metrics", rule.Ports[0].Port.String())
+		require.Len(t, rule.From, 1)
+		assert.Equal(t, map[string]string{"kubernetes.io/metadata.name": "monitoring"}, rule.From[0].NamespaceSelector.MatchLabels)
+		assert.Equal(t, map[string]string{"app.kubernetes.io/name": "prometheus"}, rule.From[0].PodSelector.MatchLabels)
+	})
+
+	t.Run("remote write of the policy metrics", func(t *testing.T) {
+		for _, rel := range []release{reportsDefault, decisions} {
+			objs := helmTemplate(t, "", release{rel.name, rel.namespace, slices.Concat(rel.args, remoteWrite)})
+			cfg := renderedConfig(t, objs, rel.name+"-config")
+			pipelines := cfg["service"].(map[string]any)["pipelines"].(map[string]any)
+			assert.Contains(t, pipelines["logs"].(map[string]any)["exporters"], "policy_metrics")
+			assert.Equal(t, map[string]any{"receivers": []any{"policy_metrics"}, "exporters": []any{"prometheus_remote_write"}}, pipelines["metrics"])
+			prw := cfg["exporters"].(map[string]any)["prometheus_remote_write"].(map[string]any)
+			assert.Equal(t, "https://prometheus.example.com/api/v1/write", prw["http"].(map[string]any)["endpoint"])
+			// The connector's state next to the state of what feeds it: the PVC (deployment), the host path.
+			storage := "file_storage/shared"
+			if rel.name == decisions.name {
+				storage = "file_storage"
+				// One series per node's collector: the counters of two collectors would collide.
+				assert.Equal(t, map[string]any{"k8s_node_name": "${env:K8S_NODE_NAME}"}, prw["external_labels"])
+				ds := typed[appsv1.DaemonSet](t, find(t, objs, "DaemonSet", nodeNS, decisions.name))
+				assert.True(t, slices.ContainsFunc(ds.Spec.Template.Spec.Containers[0].Env, func(e corev1.EnvVar) bool {
+					return e.Name == "K8S_NODE_NAME" && e.ValueFrom.FieldRef.FieldPath == "spec.nodeName"
+				}), "K8S_NODE_NAME from the downward API")
+			} else {
+				assert.NotContains(t, prw, "external_labels")
+			}
+			assert.Equal(t, storage, cfg["connectors"].(map[string]any)["policy_metrics"].(map[string]any)["storage"])
+		}
+		assert.NotContains(t, renderedConfig(t, helmTemplate(t, "", reportsDefault), "otelcol-policy-config"), "connectors", "off by default")
+	})
+
+	t.Run("remote write with leader election is refused", func(t *testing.T) {
+		out := helmTemplateFails(t, slices.Concat([]string{"-f", filepath.Join(chartDir(t), "values-ha.yaml")}, remoteWrite)...)
+		assert.Contains(t, out, "prometheusRemoteWrite.endpoint cannot be set with leaderElection.enabled=true")
+	})
+
 	t.Run("rules and dashboards of the chart's files", func(t *testing.T) {
 		objs := helmTemplate(t, "", release{reportsDefault.name, reportsDefault.namespace, []string{"--set", "prometheusRule.enabled=true,dashboards.enabled=true"}})
 		rules, dashboards := 0, 0
@@ -296,6 +396,14 @@ func TestHelmValues(t *testing.T) {
 		// files/ holds only its READMEs.
 		assert.Equal(t, min(countFiles(t, filepath.Join(chartDir(t), "files", "rules"), ".yaml"), 1), rules)
 		assert.Equal(t, countFiles(t, filepath.Join(chartDir(t), "files", "dashboards"), ".json"), dashboards)
+		// The PrometheusRule holds the groups of the rules file that promtool checks (TestAlertRulesCheck).
+		groups, _, err := unstructured.NestedSlice(find(t, objs, "PrometheusRule", saNamespace, "otelcol-policy").Object, "spec", "groups")
+		require.NoError(t, err)
+		shipped, err := json.Marshal(ruleGroups(t))
+		require.NoError(t, err)
+		rendered, err := json.Marshal(groups)
+		require.NoError(t, err)
+		assert.JSONEq(t, string(shipped), string(rendered))
 	})
 
 	t.Run("rules and dashboards from files", func(t *testing.T) {
@@ -303,17 +411,28 @@ func TestHelmValues(t *testing.T) {
 		rule := find(t, objs, "PrometheusRule", saNamespace, "otelcol-policy")
 		groups, _, err := unstructured.NestedSlice(rule.Object, "spec", "groups")
 		require.NoError(t, err)
-		var want []any
+		var want struct{ Groups []any }
 		raw, err := os.ReadFile(filepath.Join("testdata", "helm", "files", "rules", "test-rules.yaml"))
 		require.NoError(t, err)
 		require.NoError(t, yaml.Unmarshal(raw, &want))
-		assert.Subset(t, groups, want, "the groups of files/rules/*.yaml")
+		require.NotEmpty(t, want.Groups)
+		assert.Subset(t, groups, want.Groups, "the groups of files/rules/*.yaml")
 		cm := typed[corev1.ConfigMap](t, find(t, objs, "ConfigMap", saNamespace, "otelcol-policy-dashboard-test-dashboard"))
 		assert.Equal(t, "1", cm.Labels["grafana_dashboard"])
 		dashboard, err := os.ReadFile(filepath.Join("testdata", "helm", "files", "dashboards", "test-dashboard.json"))
 		require.NoError(t, err)
 		assert.JSONEq(t, string(dashboard), cm.Data["test-dashboard.json"])
 	})
+}
+
+// helmTemplateFails renders the shipped chart with args, requires helm to refuse, and returns what it said.
+func helmTemplateFails(t *testing.T, args ...string) string {
+	t.Helper()
+	cmd := exec.Command(helmBinary(t), append([]string{"template", "x", chartDir(t)}, args...)...)
+	cmd.Env = []string{"PATH=" + os.Getenv("PATH"), "HOME=" + t.TempDir()}
+	out, err := cmd.CombinedOutput()
+	require.Error(t, err, "helm template %s:\n%s", strings.Join(args, " "), out)
+	return string(out)
 }
 
 func renderedConfig(t *testing.T, objs []*unstructured.Unstructured, name string) map[string]any {
@@ -361,8 +480,8 @@ func TestHelmOnAPIServer(t *testing.T) {
 	t.Cleanup(stop)
 	crds, err := filepath.Glob(filepath.Join(collectortest.RepoRoot(t), "receiver", "k8sreportsreceiver", "testdata", "crds", "*.yaml"))
 	require.NoError(t, err)
-	// The Prometheus Operator's PrometheusRule, minimal (testdata/helm/prometheusrule-crd.yaml).
-	for _, p := range append(crds, filepath.Join("testdata", "helm", "prometheusrule-crd.yaml")) {
+	// The Prometheus Operator's PrometheusRule and PodMonitor, minimal (testdata/helm/*-crd.yaml).
+	for _, p := range append(crds, filepath.Join("testdata", "helm", "prometheusrule-crd.yaml"), filepath.Join("testdata", "helm", "podmonitor-crd.yaml")) {
 		cluster.InstallCRDs(t, p)
 	}
 	e := newKubeEnv(t, cluster, helmTemplate(t, "", reportsHA))
@@ -380,6 +499,7 @@ func TestHelmOnAPIServer(t *testing.T) {
 	}
 
 	withFiles := []string{"--set", "prometheusRule.enabled=true,dashboards.enabled=true,k8sEvents.enabled=true"}
+	monitoredDefault, monitoredDecisions := monitored(reportsDefault), monitored(decisions)
 	for name, c := range map[string]struct {
 		dir string
 		rel release
@@ -389,8 +509,10 @@ func TestHelmOnAPIServer(t *testing.T) {
 		"daemonset": {"", decisions},
 		"daemonset with k8s events": {"", release{decisions.name, decisions.namespace,
 			append(slices.Clone(decisions.args), "--set", "k8sEvents.enabled=true")}},
-		"rules, dashboards and k8s events": {"", release{reportsHA.name, reportsHA.namespace, append(slices.Clone(reportsHA.args), withFiles...)}},
-		"rules and dashboards from files":  {chartWithTestFiles(t), release{reportsHA.name, reportsHA.namespace, append(slices.Clone(reportsHA.args), withFiles...)}},
+		"rules, dashboards and k8s events":                        {"", release{reportsHA.name, reportsHA.namespace, append(slices.Clone(reportsHA.args), withFiles...)}},
+		"rules and dashboards from files":                         {chartWithTestFiles(t), release{reportsHA.name, reportsHA.namespace, append(slices.Clone(reportsHA.args), withFiles...)}},
+		"PodMonitor and remote write":                             {"", monitoredDefault},
+		"daemonset with PodMonitor, metricsFrom and remote write": {"", monitoredDecisions},
 	} {
 		t.Run(name, func(t *testing.T) {
 			objs := helmTemplate(t, c.dir, c.rel)
@@ -417,12 +539,32 @@ func TestHelmOnAPIServer(t *testing.T) {
 }
 
 // TestHelmConfigsValidate: the configs the chart renders (report watcher without and with HA, decision
-// receiver) pass `otelcol-policy validate` with the pods' environment, and write only to mounted volumes.
+// receiver, both with the metrics remote-written) pass `otelcol-policy validate` with the pods' environment,
+// write only to mounted volumes and serve the self-metrics on the metrics port.
 func TestHelmConfigsValidate(t *testing.T) {
-	decisionObjs := helmTemplate(t, "", decisions)
-	for name, rel := range map[string]release{"default": reportsDefault, "HA": reportsHA} {
+	for name, rels := range map[string][]release{
+		"default":      {reportsDefault, decisions},
+		"HA":           {reportsHA, decisions},
+		"remote write": {monitored(reportsDefault), monitored(decisions)},
+	} {
 		t.Run(name, func(t *testing.T) {
-			validateWorkloadConfigs(t, append(helmTemplate(t, "", rel), decisionObjs...))
+			validateWorkloadConfigs(t, append(helmTemplate(t, "", rels[0]), helmTemplate(t, "", rels[1])...))
 		})
 	}
+}
+
+// downJobRegexp is the job matcher of the shipped OtelcolPolicyDown alert.
+func downJobRegexp(t *testing.T) string {
+	t.Helper()
+	for _, g := range ruleGroups(t) {
+		for _, r := range g["rules"].([]any) {
+			if rule := r.(map[string]any); rule["alert"] == "OtelcolPolicyDown" {
+				m := regexp.MustCompile(`job=~"([^"]+)"`).FindStringSubmatch(rule["expr"].(string))
+				require.NotNil(t, m, "OtelcolPolicyDown matches a job: %s", rule["expr"])
+				return m[1]
+			}
+		}
+	}
+	t.Fatal("no OtelcolPolicyDown rule")
+	return ""
 }

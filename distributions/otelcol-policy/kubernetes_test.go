@@ -612,7 +612,7 @@ func TestKubernetesManifestsOnAPIServer(t *testing.T) {
 // downwardExample is what the downward API gives for each field the manifests use.
 var downwardExample = map[string]string{
 	"metadata.name": "otelcol-policy-7d9f8-abcde", "metadata.namespace": saNamespace,
-	"metadata.uid": "0b7f7c1e-6a52-4c1e-9f35-1d2a4b6c8e01",
+	"metadata.uid": "0b7f7c1e-6a52-4c1e-9f35-1d2a4b6c8e01", "spec.nodeName": "node-1",
 }
 
 func isForbidden(t *testing.T, err error, what string) {
@@ -948,6 +948,33 @@ func validateWorkloadConfigs(t *testing.T, objs []*unstructured.Unstructured) {
 			require.NotNil(t, c.ReadinessProbe)
 			assert.Equal(t, "health", c.LivenessProbe.HTTPGet.Port.String())
 			assert.Equal(t, "health", c.ReadinessProbe.HTTPGet.Port.String())
+
+			// The self-metrics on all interfaces, on the port named metrics (what Prometheus scrapes).
+			var telemetry struct {
+				Service struct {
+					Telemetry struct {
+						Metrics struct {
+							Readers []struct {
+								Pull struct {
+									Exporter struct {
+										Prometheus struct {
+											Host string
+											Port int32
+										}
+									}
+								}
+							}
+						}
+					}
+				}
+			}
+			require.NoError(t, yaml.Unmarshal([]byte(wc.config), &telemetry))
+			readers := telemetry.Service.Telemetry.Metrics.Readers
+			require.Len(t, readers, 1, "one pull reader")
+			assert.Equal(t, "0.0.0.0", readers[0].Pull.Exporter.Prometheus.Host)
+			i := slices.IndexFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "metrics" })
+			require.NotEqual(t, -1, i, "a container port named metrics")
+			assert.Equal(t, readers[0].Pull.Exporter.Prometheus.Port, c.Ports[i].ContainerPort)
 		})
 	}
 }

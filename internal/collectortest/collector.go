@@ -25,8 +25,12 @@ import (
 const BinaryEnv = "OTELCOL_POLICY_BIN"
 
 // Binary returns the collector binary: $OTELCOL_POLICY_BIN, else bin/otelcol-policy at the repository root.
+// Under -short it skips t: `make test-unit` runs before, or without, `make build`.
 func Binary(t testing.TB) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skip("needs the collector binary; skipped under -short")
+	}
 	if p := os.Getenv(BinaryEnv); p != "" {
 		return p
 	}

@@ -33,6 +33,10 @@ const resultsFile = "testbed/results/RESULTS.md"
 //     compared by value. So a README either links to the RESULTS.md section (see TestResultsLinksResolve) or
 //     quotes exactly what it says; a rerun of the testbed that changes a quoted figure fails this test until
 //     the quote follows.
+//   - A figure the suite cannot measure again (two commits compared by hand, a peer not built here, a profile)
+//     is no exception: it goes into testbed/results/by-hand.yaml with when and how it was measured, and the
+//     runner renders it into RESULTS.md's section "Measured by hand" (testbed/cmd/testbed checks that the
+//     shipped RESULTS.md is that rendering), from where a README quotes it like any other.
 //
 // How long a build or download takes (the first `make test`) is not a testbed measurement and uses none of
 // these words.
@@ -51,7 +55,8 @@ var (
 )
 
 // documentedFiles are the Markdown files whose figures must be measured ones: the top-level README, every
-// component's README and its kind's index, the results server's, the distribution's, and docs/.
+// component's README and its kind's index, the results server's, the distribution's, docs/, and every README
+// of testbed/ (testbed/results/README.md included: it explains RESULTS.md and must not contradict it).
 func documentedFiles(t *testing.T, root string) []string {
 	t.Helper()
 	var files []string
@@ -64,12 +69,14 @@ func documentedFiles(t *testing.T, root string) []string {
 		require.NoError(t, err)
 		files = append(files, m...)
 	}
-	require.NoError(t, filepath.WalkDir(filepath.Join(root, "distributions", "otelcol-policy"), func(p string, d fs.DirEntry, err error) error {
-		if err == nil && !d.IsDir() && d.Name() == "README.md" {
-			files = append(files, p)
-		}
-		return err
-	}))
+	for _, dir := range []string{filepath.Join("distributions", "otelcol-policy"), "testbed"} {
+		require.NoError(t, filepath.WalkDir(filepath.Join(root, dir), func(p string, d fs.DirEntry, err error) error {
+			if err == nil && !d.IsDir() && d.Name() == "README.md" {
+				files = append(files, p)
+			}
+			return err
+		}))
+	}
 	require.Greater(t, len(files), 15, "the READMEs of the repository")
 	return files
 }

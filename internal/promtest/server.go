@@ -33,13 +33,13 @@ func BinaryPath() string { return testproc.CachedBinary("prometheus", Version) }
 // PromtoolPath is where hack/test-servers.sh puts promtool.
 func PromtoolPath() string { return testproc.CachedBinary("promtool", Version) }
 
-// Binary returns BinaryPath, failing the test with how to get it when it is missing.
+// Binary returns BinaryPath, failing the test with how to get it when it is missing. Under -short it skips t.
 func Binary(t testing.TB) string {
 	t.Helper()
 	return cached(t, BinaryPath())
 }
 
-// Promtool returns PromtoolPath, failing the test with how to get it when it is missing.
+// Promtool returns PromtoolPath, failing the test with how to get it when it is missing. Under -short it skips t.
 func Promtool(t testing.TB) string {
 	t.Helper()
 	return cached(t, PromtoolPath())
@@ -47,6 +47,9 @@ func Promtool(t testing.TB) string {
 
 func cached(t testing.TB, bin string) string {
 	t.Helper()
+	if testing.Short() {
+		t.Skipf("needs %s; skipped under -short", filepath.Base(bin))
+	}
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("Prometheus %s not found at %s: run `make test-servers` (or hack/test-servers.sh prometheus)", Version, bin)
 	}
@@ -122,9 +125,6 @@ func (s *Server) RemoteWriteURL() string { return s.URL + "/api/v1/write" }
 // ready. Under -short it skips t; without the cached binary it fails t.
 func Start(t testing.TB, opts Options) *Server {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("needs a Prometheus server; skipped under -short")
-	}
 	bin := Binary(t)
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, "prometheus.yml"), []byte(Config(opts)), 0o600); err != nil {

@@ -14,6 +14,7 @@
 //	go run ./testbed/cmd/testbed                       # everything, into testbed/results/
 //	go run ./testbed/cmd/testbed -only crash,s3        # a part, into a scratch directory
 //	go run ./testbed/cmd/testbed -from results.json    # RESULTS.md and the plot again from a results.json
+//	                                                   # (and testbed/results/by-hand.yaml)
 package main
 
 import (
@@ -43,6 +44,7 @@ func main() {
 	only := flag.String("only", "", "comma-separated steps to run (see -list); all when empty")
 	list := flag.Bool("list", false, "list the steps and exit")
 	from := flag.String("from", "", "write RESULTS.md and the plot from this results.json instead of measuring")
+	byHandPath := flag.String("by-hand", byHandFile, "the figures measured by hand that RESULTS.md shows in a section of their own; '' for none")
 	flag.Parse()
 	outGiven := false
 	flag.Visit(func(f *flag.Flag) { outGiven = outGiven || f.Name == "out" })
@@ -56,12 +58,12 @@ func main() {
 			fmt.Printf("%-20s %s (about %s)\n", s.Name, s.command(), s.About)
 		}
 	case *from != "":
-		if err := rewrite(*from, *out); err != nil {
+		if err := rewrite(*from, *out, *byHandPath); err != nil {
 			fmt.Fprintln(os.Stderr, "testbed:", err)
 			os.Exit(1)
 		}
 	default:
-		ok, err := suite(*out, outGiven, *only)
+		ok, err := suite(*out, outGiven, *only, *byHandPath)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "testbed:", err)
 			os.Exit(2)
@@ -73,9 +75,14 @@ func main() {
 }
 
 // suite runs the selected steps and writes the results; false when a test failed or a figure is missing.
-func suite(out string, outGiven bool, only string) (bool, error) {
+func suite(out string, outGiven bool, only, byHandPath string) (bool, error) {
 	if _, err := os.Stat("go.mod"); err != nil {
 		return false, fmt.Errorf("run from the repository root (as `make testbed` does): %w", err)
+	}
+	// Read before the steps run: a mistake in the file should not cost a whole suite run.
+	byHand, err := readByHand(byHandPath)
+	if err != nil {
+		return false, err
 	}
 	delivery, benches, err := selectSteps(only)
 	if err != nil {
@@ -159,7 +166,7 @@ func suite(out string, outGiven bool, only string) (bool, error) {
 	r.Series = series
 	r.WallS = time.Since(began).Seconds()
 	r.Passed = len(r.Failures) == 0
-	written, err := write(r, out)
+	written, err := write(r, out, byHand)
 	if err != nil {
 		return false, err
 	}
@@ -275,7 +282,7 @@ func readAllSeries(dir string) ([]procsample.Series, error) {
 
 // write stores results.json, the plot (when there are series to plot) and RESULTS.md in dir, and returns the
 // names of the files written.
-func write(r results, dir string) ([]string, error) {
+func write(r results, dir string, byHand []handTable) ([]string, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return nil, err
 	}
@@ -286,13 +293,14 @@ func write(r results, dir string) ([]string, error) {
 	if err := os.WriteFile(filepath.Join(dir, resultsFile), append(b, '\n'), 0o644); err != nil {
 		return nil, err
 	}
-	written, err := writeReport(r, dir)
+	written, err := writeReport(r, dir, byHand)
 	return append([]string{resultsFile}, written...), err
 }
 
-// writeReport writes the plot and RESULTS.md from r, and returns the names of the files written. A plot left
-// over from an earlier run is removed when this one has no series, so that RESULTS.md and the folder agree.
-func writeReport(r results, dir string) ([]string, error) {
+// writeReport writes the plot and RESULTS.md from r and byHand, and returns the names of the files written. A
+// plot left over from an earlier run is removed when this one has no series, so that RESULTS.md and the folder
+// agree.
+func writeReport(r results, dir string, byHand []handTable) ([]string, error) {
 	var written []string
 	plotName := ""
 	if series := plotted(r.Series); len(series) > 0 {
@@ -308,15 +316,19 @@ func writeReport(r results, dir string) ([]string, error) {
 	if err != nil {
 		return written, err
 	}
-	if err := writeMarkdown(f, r, plotName); err != nil {
+	if err := writeMarkdown(f, r, plotName, byHand); err != nil {
 		f.Close()
 		return written, err
 	}
 	return append(written, markdownFile), f.Close()
 }
 
-// rewrite makes RESULTS.md and the plot again from a results.json, into dir.
-func rewrite(from, dir string) error {
+// rewrite makes RESULTS.md and the plot again from a results.json and the figures measured by hand, into dir.
+func rewrite(from, dir, byHandPath string) error {
+	byHand, err := readByHand(byHandPath)
+	if err != nil {
+		return err
+	}
 	b, err := os.ReadFile(from)
 	if err != nil {
 		return err
@@ -328,6 +340,6 @@ func rewrite(from, dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	_, err = writeReport(r, dir)
+	_, err = writeReport(r, dir, byHand)
 	return err
 }

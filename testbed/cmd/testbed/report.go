@@ -13,14 +13,18 @@ import (
 	"time"
 )
 
-// writeMarkdown writes RESULTS.md from the results alone.
-func writeMarkdown(w io.Writer, r results, plotFile string) error {
+// writeMarkdown writes RESULTS.md from the results and the figures measured by hand.
+func writeMarkdown(w io.Writer, r results, plotFile string, byHand []handTable) error {
 	var b bytes.Buffer
 	p := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
 	p("# Testbed results\n\n")
 	p("Written by `make testbed` (the runner in [`testbed/cmd/testbed`](../cmd/testbed/)); do not edit: run it again. ")
 	p("What the numbers mean, and how they were reached: [README.md](README.md). Everything below, each run's values ")
-	p("and the time series as well, is in [results.json](results.json).\n\n")
+	p("and the time series as well, is in [results.json](results.json)")
+	if len(byHand) > 0 {
+		p(", but the section [Measured by hand](#measured-by-hand), which is from [by-hand.yaml](by-hand.yaml)")
+	}
+	p(".\n\n")
 	if len(r.Only) > 0 {
 		p("**Partial run**: only %s.\n\n", strings.Join(r.Only, ", "))
 	}
@@ -85,6 +89,7 @@ func writeMarkdown(w io.Writer, r results, plotFile string) error {
 		}
 		p("\n")
 	}
+	writeByHand(&b, byHand)
 	_, err := w.Write(b.Bytes())
 	return err
 }

@@ -108,7 +108,7 @@ func TestEvaluate(t *testing.T) {
 func TestWriteMarkdown(t *testing.T) {
 	r := testResults(t)
 	var b bytes.Buffer
-	if err := writeMarkdown(&b, r, "timeseries.png"); err != nil {
+	if err := writeMarkdown(&b, r, "timeseries.png", nil); err != nil {
 		t.Fatal(err)
 	}
 	md := b.String()
@@ -150,7 +150,7 @@ func TestWriteMarkdown(t *testing.T) {
 	// A passing run says so, and results.json carries everything RESULTS.md is made from.
 	r.Failures, r.Passed = nil, true
 	b.Reset()
-	if err := writeMarkdown(&b, r, ""); err != nil {
+	if err := writeMarkdown(&b, r, "", nil); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(b.String(), "**Every test passed and every figure was measured.**") || strings.Contains(b.String(), "![") {
@@ -165,7 +165,7 @@ func TestWriteMarkdown(t *testing.T) {
 		t.Fatal(err)
 	}
 	var again bytes.Buffer
-	if err := writeMarkdown(&again, back, ""); err != nil {
+	if err := writeMarkdown(&again, back, "", nil); err != nil {
 		t.Fatal(err)
 	}
 	if again.String() != b.String() {
@@ -218,7 +218,7 @@ func TestCatalogue(t *testing.T) {
 func TestWriteAndRewrite(t *testing.T) {
 	r := testResults(t)
 	dir := t.TempDir()
-	written, err := write(r, dir)
+	written, err := write(r, dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,7 +230,7 @@ func TestWriteAndRewrite(t *testing.T) {
 		t.Fatal(err)
 	}
 	again := t.TempDir()
-	if err := rewrite(dir+"/results.json", again); err != nil {
+	if err := rewrite(dir+"/results.json", again, ""); err != nil {
 		t.Fatal(err)
 	}
 	second, err := os.ReadFile(again + "/RESULTS.md")
@@ -245,7 +245,7 @@ func TestWriteAndRewrite(t *testing.T) {
 	}
 
 	r.Series = nil
-	written, err = write(r, dir)
+	written, err = write(r, dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -4,8 +4,59 @@ distributions/otelcol-policy/kubernetes/{deployment,daemonset}/configmap.yaml, w
 test compares the rendered config with them. */}}
 {{- define "otelcol-policy.config" -}}
 {{- $defaults := include (printf "otelcol-policy.%sConfig" .Values.mode) . | fromYaml }}
+{{- $defaults = mustMergeOverwrite $defaults (include "otelcol-policy.commonConfig" . | fromYaml) }}
 {{- $config := mustMergeOverwrite $defaults (deepCopy .Values.config) }}
 {{- toYaml $config }}
+{{- end }}
+
+{{/* What both modes have: the self-metrics on all interfaces, for the PodMonitor; with
+prometheusRemoteWrite.endpoint, the policy_metrics connector's metrics pipeline to it (the logs pipelines add
+policy_metrics to their exporters). No persistent queue for the remote write: the exporter has no
+sending_queue, only its in-memory remote_write_queue (and at v0.161.0 it ignores keys it does not know, so a
+sending_queue block would be silently dropped); none is needed, as every emission carries each series' current
+value (gauges, and cumulative decision sums), so the next one supersedes what a restart lost. */}}
+{{- define "otelcol-policy.commonConfig" -}}
+{{- if .Values.prometheusRemoteWrite.endpoint }}
+connectors:
+  policy_metrics:
+    # deployment: next to the k8s_reports state, so that after a restart the gauges agree with a receiver
+    # that sends only what changed.
+    storage: {{ include "otelcol-policy.stateStorage" . }}
+    # What the shipped dashboards filter on (docs/prometheus.md#dashboards-and-alerts).
+    results:
+      labels: [k8s.cluster.name, policy.source, policy.name, policy.resource.namespace, policy.severity]
+    decisions:
+      labels: [k8s.cluster.name, policy.source, policy.name, policy.result, policy.decision.action]
+exporters:
+  prometheus_remote_write:
+    http:
+      endpoint: {{ .Values.prometheusRemoteWrite.endpoint | quote }}
+    resource_constant_labels:
+      included: [k8s.cluster.name]
+    translation_strategy: UnderscoreEscapingWithSuffixes
+    {{- if eq .Values.mode "daemonset" }}
+    # Every node's collector writes its own decision counters: without a label of its own they would be one
+    # series written by many.
+    external_labels:
+      k8s_node_name: ${env:K8S_NODE_NAME}
+    {{- end }}
+{{- end }}
+service:
+  {{- if .Values.prometheusRemoteWrite.endpoint }}
+  pipelines:
+    metrics:
+      receivers: [policy_metrics]
+      exporters: [prometheus_remote_write]
+  {{- end }}
+  telemetry:
+    metrics:
+      level: normal
+      readers:
+        - pull:
+            exporter:
+              prometheus:
+                host: 0.0.0.0
+                port: {{ .Values.ports.metrics.containerPort }}
 {{- end }}
 
 {{/* The report watcher: k8s_reports, its state on the persistence volume, the sending queue on the pod's own
@@ -70,7 +121,7 @@ service:
     logs:
       receivers: [k8s_reports]
       processors: [memory_limiter, k8s_metadata_strip]
-      exporters: [otlp_http]
+      exporters: [otlp_http{{ if .Values.prometheusRemoteWrite.endpoint }}, policy_metrics{{ end }}]
 {{- end }}
 
 {{/* The decision-stream receiver: OPA uploads with the bearer token of the Secret, NDJSON on the host socket,
@@ -130,5 +181,5 @@ service:
     logs:
       receivers: [decision_logs]
       processors: [memory_limiter, k8s_metadata_strip]
-      exporters: [otlp_http]
+      exporters: [otlp_http{{ if .Values.prometheusRemoteWrite.endpoint }}, policy_metrics{{ end }}]
 {{- end }}

@@ -66,6 +66,12 @@ no API access by default). */}}
 {{- end }}
 {{- end }}
 
+{{/* The file_storage that keeps state across restarts: the persistence volume (deployment), the host path
+(daemonset). */}}
+{{- define "otelcol-policy.stateStorage" -}}
+{{- if eq .Values.mode "deployment" }}file_storage/shared{{ else }}file_storage{{ end }}
+{{- end }}
+
 {{- define "otelcol-policy.leaseName" -}}
 {{- default (printf "%s-reports" (include "otelcol-policy.fullname" .)) .Values.leaderElection.leaseName }}
 {{- end }}
@@ -88,6 +94,9 @@ no API access by default). */}}
 {{- end }}
 {{- if and (eq .Values.mode "deployment") (gt (int .Values.replicaCount) 1) (not .Values.leaderElection.enabled) }}
 {{- fail "replicaCount > 1 needs leaderElection.enabled=true: every replica would send every record (values-ha.yaml)" }}
+{{- end }}
+{{- if and (eq .Values.mode "deployment") .Values.leaderElection.enabled .Values.prometheusRemoteWrite.endpoint }}
+{{- fail "prometheusRemoteWrite.endpoint cannot be set with leaderElection.enabled=true: the policy_metrics connector is not leader-aware yet, so every replica would write its own result gauges and decision counts; remote-write from a single replica (leaderElection.enabled=false, replicaCount=1)" }}
 {{- end }}
 {{- end }}
 

@@ -29,6 +29,13 @@
         fieldRef:
           fieldPath: metadata.uid
     {{- end }}
+    {{- if and (eq .Values.mode "daemonset") .Values.prometheusRemoteWrite.endpoint }}
+    # The remote-written series' k8s_node_name label.
+    - name: K8S_NODE_NAME
+      valueFrom:
+        fieldRef:
+          fieldPath: spec.nodeName
+    {{- end }}
     {{- with .Values.extraEnvs }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
@@ -39,6 +46,8 @@
     {{- end }}
     - name: health
       containerPort: {{ .Values.ports.health.containerPort }}
+    - name: metrics
+      containerPort: {{ .Values.ports.metrics.containerPort }}
   livenessProbe:
     httpGet:
       path: /
