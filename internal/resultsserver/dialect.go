@@ -30,12 +30,15 @@ type dialect struct {
 	// on PostgreSQL every statement is a round trip, and a multi-row statement's thousands of parameters are
 	// parsed and planned anew each time.
 	copyRows bool
+	// like is the operator of the fleet view's text search, which ignores case: SQLite's LIKE ignores ASCII
+	// case, PostgreSQL's does not.
+	like string
 }
 
 var (
-	sqliteDialect   = dialect{name: "sqlite"}
+	sqliteDialect   = dialect{name: "sqlite", like: "LIKE"}
 	postgresDialect = dialect{name: "postgres", migrationLock: `SELECT pg_advisory_xact_lock(7202611221)`,
-		skipLocked: " FOR UPDATE SKIP LOCKED", copyRows: true}
+		skipLocked: " FOR UPDATE SKIP LOCKED", copyRows: true, like: "ILIKE"}
 )
 
 // sqlitePragmas: WAL lets the fleet view read while a request writes; busy_timeout makes concurrent writers

@@ -193,7 +193,7 @@ func (s *Server) Fleet(ctx context.Context, f Filter) (FleetView, error) {
 }
 
 // where builds the filter's condition on current, unresolved results.
-func (f Filter) where() (string, []any) {
+func (f Filter) where(d dialect) (string, []any) {
 	conds := []string{"resolved = 0"}
 	var args []any
 	arg := func(v any) string {
@@ -215,12 +215,11 @@ func (f Filter) where() (string, []any) {
 		conds = append(conds, "package_fixed_version <> ''")
 	}
 	if f.Text != "" {
-		// LOWER on both sides: SQLite's LIKE ignores ASCII case, PostgreSQL's does not. The pattern's own % and
-		// _ are escaped, so the text is matched as it is.
-		p := arg("%" + likeEscaper.Replace(strings.ToLower(f.Text)) + "%")
+		// The pattern's own % and _ are escaped, so the text is matched as it is.
+		p := arg("%" + likeEscaper.Replace(f.Text) + "%")
 		var ors []string
 		for _, col := range []string{"message", "resource_name", "policy", "rule", "vulnerability_id", "package_name"} {
-			ors = append(ors, "LOWER("+col+") LIKE "+p+` ESCAPE '\'`)
+			ors = append(ors, col+" "+d.like+" "+p+` ESCAPE '\'`)
 		}
 		conds = append(conds, "("+strings.Join(ors, " OR ")+")")
 	}
@@ -230,38 +229,26 @@ func (f Filter) where() (string, []any) {
 var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
 func (s *store) counts(ctx context.Context, f Filter) (FleetView, error) {
-	where, args := f.where()
-	//nolint:gosec // G202: where joins fixed column names and numbered placeholders; values are arguments
-	rows, err := s.db.QueryContext(ctx, `SELECT cluster, source, policy, outcome, COUNT(*) FROM results`+where+
-		` GROUP BY cluster, source, policy, outcome`, args...)
+	groups, err := s.currentGroups(ctx, f)
 	if err != nil {
 		return FleetView{}, err
 	}
-	defer rows.Close()
 	clusters := map[string]*ClusterCounts{}
 	policies := map[[3]string]*PolicyCounts{}
-	for rows.Next() {
-		var cluster, source, policy, outcome string
-		var n int64
-		if err := rows.Scan(&cluster, &source, &policy, &outcome, &n); err != nil {
-			return FleetView{}, err
-		}
-		c := clusters[cluster]
+	for _, g := range groups {
+		c := clusters[g.cluster]
 		if c == nil {
-			c = &ClusterCounts{Cluster: cluster}
-			clusters[cluster] = c
+			c = &ClusterCounts{Cluster: g.cluster}
+			clusters[g.cluster] = c
 		}
-		c.add(outcome, n)
-		k := [3]string{cluster, source, policy}
+		c.add(g.outcome, g.n)
+		k := [3]string{g.cluster, g.source, g.policy}
 		p := policies[k]
 		if p == nil {
-			p = &PolicyCounts{Cluster: cluster, Source: source, Policy: policy}
+			p = &PolicyCounts{Cluster: g.cluster, Source: g.source, Policy: g.policy}
 			policies[k] = p
 		}
-		p.add(outcome, n)
-	}
-	if err := rows.Err(); err != nil {
-		return FleetView{}, err
+		p.add(g.outcome, g.n)
 	}
 	// Sorted here rather than in SQL: the databases' collations differ, the view must not.
 	v := FleetView{Clusters: []ClusterCounts{}, Policies: []PolicyCounts{}}
@@ -291,7 +278,7 @@ func compareAll(pairs ...string) int {
 // failing lists the failing results. The database orders them, so that a limit cuts at the same place as the
 // full list would; with PostgreSQL, the order of names follows the database's collation.
 func (s *store) failing(ctx context.Context, f Filter) ([]FailingResult, bool, error) {
-	where, args := f.where()
+	where, args := f.where(s.d)
 	//nolint:gosec // G202: where joins fixed column names and numbered placeholders; values are arguments
 	q := `SELECT ` + currentColumns + ` FROM results` + where + ` AND outcome IN ('fail', 'error')
 		ORDER BY cluster, resource_namespace, source, policy, rule, resource_kind, resource_name, key`

@@ -84,14 +84,10 @@ var migrations = [][]string{
 		// What the retention selects by (see retention.go). IF NOT EXISTS: an operator who made them by hand
 		// before upgrading, to prune a large database themselves, still migrates.
 		`CREATE INDEX IF NOT EXISTS result_history_by_received ON result_history (received_unix_nano)`,
-		`CREATE INDEX IF NOT EXISTS results_by_resolved_updated ON results (resolved, updated_unix_nano)`,
+		`CREATE INDEX IF NOT EXISTS results_resolved_by_updated ON results (updated_unix_nano) WHERE resolved = 1`,
 	},
 	findingColumns(),
-	{
-		// The failing list of the web UI, newest change first, paged by (updated_unix_nano, key): one walk of
-		// this index per page, however deep (see failingPage). Partial, so it holds only what the list shows.
-		`CREATE INDEX results_failing_recent ON results (updated_unix_nano, key) WHERE resolved = 0 AND ` + failingCond,
-	},
+	fleetViewIndexes(),
 }
 
 // findingColumns is schema version 3: the finding fields of the model (a vulnerable package, a control's failed
@@ -115,7 +111,31 @@ func findingColumns() []string {
 			stmts = append(stmts, "ALTER TABLE "+table+" ADD COLUMN "+c)
 		}
 	}
-	return append(stmts, `CREATE INDEX results_by_vulnerability ON results (vulnerability_id)`)
+	return append(stmts, `CREATE INDEX results_by_vulnerability ON results (vulnerability_id) WHERE vulnerability_id <> ''`)
+}
+
+// fleetViewIndexes is schema version 4: indexes that keep the fleet view's pages fast at millions of results.
+// They are partial, holding only the rows the pages read (current results; failing ones), and SQLite uses a
+// partial index only for a query whose WHERE clause holds the index's terms as written: the queries take
+// failingCond and "resolved = 0" from here.
+func fleetViewIndexes() []string {
+	stmts := []string{
+		// Replaced by results_current, which holds their columns and more: the grouping queries of the
+		// overview, policies and namespaces pages read it alone, not the rows with their bodies.
+		`DROP INDEX results_by_policy`,
+		`DROP INDEX results_by_outcome`,
+		`CREATE INDEX results_current ON results (cluster, source, policy, outcome, severity, resource_namespace)
+			WHERE resolved = 0`,
+	}
+	// The failing list, newest change first, paged by (updated_unix_nano, key): one walk of an index per page
+	// however deep, from the newest failing result of the cluster, namespace or policy asked for.
+	for _, ix := range []struct{ name, lead string }{
+		{"recent", ""}, {"by_cluster", "cluster, "}, {"by_namespace", "resource_namespace, "}, {"by_policy", "policy, "},
+	} {
+		stmts = append(stmts, `CREATE INDEX results_failing_`+ix.name+` ON results (`+ix.lead+`updated_unix_nano, key)
+			WHERE resolved = 0 AND `+failingCond)
+	}
+	return stmts
 }
 
 // SchemaVersion is the schema version this server writes.

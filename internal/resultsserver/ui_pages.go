@@ -49,16 +49,12 @@ func (s *Server) overviewPage(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
-	clusters, err := s.store.clusterSummaries(r.Context(), f)
+	groups, err := s.store.currentGroups(r.Context(), f)
 	if err != nil {
 		s.pageError(w, r, err)
 		return
 	}
-	policies, err := s.store.policiesAcross(r.Context(), f)
-	if err != nil {
-		s.pageError(w, r, err)
-		return
-	}
+	clusters, policies := clusterSummaries(groups), policiesAcross(groups)
 	v := overviewView{Clusters: clusters}
 	var byOutcome, bySeverity [][]int64
 	for _, c := range clusters {
@@ -123,11 +119,12 @@ func (s *Server) policiesPage(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
-	all, err := s.store.policiesAcross(r.Context(), f)
+	groups, err := s.store.currentGroups(r.Context(), f)
 	if err != nil {
 		s.pageError(w, r, err)
 		return
 	}
+	all := policiesAcross(groups)
 	v := policiesView{DiffersOnly: params["differs"] == "true"}
 	clusters := map[string]bool{}
 	var shown []PolicyAcross

@@ -18,9 +18,10 @@ import (
 // (schema version 4) is used only by queries whose WHERE clause holds exactly this term.
 const failingCond = "outcome IN ('fail', 'error')"
 
-// MaxCounted bounds the count of a failing list: counting every match of a loose filter over millions of rows
-// would cost more than the page itself, so beyond this the page says "more than".
-const MaxCounted = 10000
+// MaxCounted bounds the count of a failing list: counting every match of a filter that selects a few percent
+// of millions of rows reads most of them, which would cost more than the page itself; beyond it the page says
+// "more than".
+const MaxCounted = 1000
 
 // severityOrder are the severities shown, most severe first; "" is a result without one.
 var severityOrder = []string{"critical", "high", "medium", "low", "info", ""}
@@ -36,45 +37,58 @@ type ClusterSummary struct {
 // Failing is the number of results that need attention (outcome fail or error).
 func (c Counts) Failing() int64 { return c.Fail + c.Error }
 
-func (s *store) clusterSummaries(ctx context.Context, f Filter) ([]ClusterSummary, error) {
-	where, args := f.where()
+// currentGroups counts the current results a filter selects by cluster, source, policy, outcome and severity:
+// one read of the results_current index, from which the overview takes both its cluster summaries and its
+// comparison of policies.
+func (s *store) currentGroups(ctx context.Context, f Filter) ([]currentGroup, error) {
+	where, args := f.where(s.d)
 	//nolint:gosec // G202: where joins fixed column names and numbered placeholders; values are arguments
-	rows, err := s.db.QueryContext(ctx, `SELECT cluster, outcome, severity, COUNT(*) FROM results`+where+
-		` GROUP BY cluster, outcome, severity`, args...)
+	rows, err := s.db.QueryContext(ctx, `SELECT cluster, source, policy, outcome, severity, COUNT(*) FROM results`+where+
+		` GROUP BY cluster, source, policy, outcome, severity`, args...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	byCluster := map[string]*ClusterSummary{}
+	var out []currentGroup
 	for rows.Next() {
-		var cluster, outcome, severity string
-		var n int64
-		if err := rows.Scan(&cluster, &outcome, &severity, &n); err != nil {
+		var g currentGroup
+		if err := rows.Scan(&g.cluster, &g.source, &g.policy, &g.outcome, &g.severity, &g.n); err != nil {
 			return nil, err
 		}
-		c := byCluster[cluster]
+		out = append(out, g)
+	}
+	return out, rows.Err()
+}
+
+type currentGroup struct {
+	cluster, source, policy, outcome, severity string
+	n                                          int64
+}
+
+// clusterSummaries sums the groups by cluster.
+func clusterSummaries(groups []currentGroup) []ClusterSummary {
+	byCluster := map[string]*ClusterSummary{}
+	for _, g := range groups {
+		c := byCluster[g.cluster]
 		if c == nil {
-			c = &ClusterSummary{Cluster: cluster}
-			byCluster[cluster] = c
+			c = &ClusterSummary{Cluster: g.cluster}
+			byCluster[g.cluster] = c
 		}
-		c.add(outcome, n)
-		if outcome == "fail" || outcome == "error" {
-			i := slices.Index(severityOrder, severity)
+		c.add(g.outcome, g.n)
+		if g.outcome == "fail" || g.outcome == "error" {
+			i := slices.Index(severityOrder, g.severity)
 			if i < 0 {
 				i = len(severityOrder) - 1
 			}
-			c.FailingBySeverity[i] += n
+			c.FailingBySeverity[i] += g.n
 		}
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
 	}
 	out := make([]ClusterSummary, 0, len(byCluster))
 	for _, c := range byCluster {
 		out = append(out, *c)
 	}
 	slices.SortFunc(out, func(a, b ClusterSummary) int { return strings.Compare(a.Cluster, b.Cluster) })
-	return out, nil
+	return out
 }
 
 // PolicyAcross is one policy in every cluster that has results of it: the multi-cluster comparison.
@@ -107,34 +121,19 @@ func (p PolicyAcross) Cells(clusters []string) []AcrossCell {
 	return out
 }
 
-func (s *store) policiesAcross(ctx context.Context, f Filter) ([]PolicyAcross, error) {
-	where, args := f.where()
-	//nolint:gosec // G202: where joins fixed column names and numbered placeholders; values are arguments
-	rows, err := s.db.QueryContext(ctx, `SELECT source, policy, cluster, outcome, COUNT(*) FROM results`+where+
-		` GROUP BY source, policy, cluster, outcome`, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
+// policiesAcross sums the groups by policy and cluster, most failing first.
+func policiesAcross(groups []currentGroup) []PolicyAcross {
 	byPolicy := map[[2]string]*PolicyAcross{}
-	for rows.Next() {
-		var source, policy, cluster, outcome string
-		var n int64
-		if err := rows.Scan(&source, &policy, &cluster, &outcome, &n); err != nil {
-			return nil, err
-		}
-		k := [2]string{source, policy}
+	for _, g := range groups {
+		k := [2]string{g.source, g.policy}
 		p := byPolicy[k]
 		if p == nil {
-			p = &PolicyAcross{Source: source, Policy: policy, ByCluster: map[string]Counts{}}
+			p = &PolicyAcross{Source: g.source, Policy: g.policy, ByCluster: map[string]Counts{}}
 			byPolicy[k] = p
 		}
-		c := p.ByCluster[cluster]
-		c.add(outcome, n)
-		p.ByCluster[cluster] = c
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
+		c := p.ByCluster[g.cluster]
+		c.add(g.outcome, g.n)
+		p.ByCluster[g.cluster] = c
 	}
 	out := make([]PolicyAcross, 0, len(byPolicy))
 	for _, p := range byPolicy {
@@ -151,7 +150,7 @@ func (s *store) policiesAcross(ctx context.Context, f Filter) ([]PolicyAcross, e
 	slices.SortFunc(out, func(a, b PolicyAcross) int {
 		return cmp.Or(cmp.Compare(b.Failing, a.Failing), compareAll(a.Source, b.Source, a.Policy, b.Policy))
 	})
-	return out, nil
+	return out
 }
 
 // NamespaceCounts are the results about resources in one namespace of one cluster; Namespace "" holds the
@@ -162,7 +161,7 @@ type NamespaceCounts struct {
 }
 
 func (s *store) namespaceCounts(ctx context.Context, f Filter) ([]NamespaceCounts, error) {
-	where, args := f.where()
+	where, args := f.where(s.d)
 	//nolint:gosec // G202: where joins fixed column names and numbered placeholders; values are arguments
 	rows, err := s.db.QueryContext(ctx, `SELECT cluster, resource_namespace, outcome, COUNT(*) FROM results`+where+
 		` GROUP BY cluster, resource_namespace, outcome`, args...)
@@ -231,10 +230,33 @@ type FailingPage struct {
 }
 
 func (s *store) failingPage(ctx context.Context, f Filter, after *Cursor, size int) (FailingPage, error) {
-	where, args := f.where()
+	where, args := f.where(s.d)
 	where += " AND " + failingCond
-	var page FailingPage
+	pageWhere, pageArgs := where, args
+	if after != nil {
+		n := len(args)
+		pageWhere += fmt.Sprintf(" AND (updated_unix_nano < $%d OR (updated_unix_nano = $%d AND key < $%d))", n+1, n+1, n+2)
+		pageArgs = append(slices.Clone(args), after.UpdatedUnixNano, after.Key)
+	}
 	//nolint:gosec // G202: where joins fixed column names and numbered placeholders; values are arguments
+	q := `SELECT ` + currentColumns + ` FROM results` + pageWhere +
+		fmt.Sprintf(` ORDER BY updated_unix_nano DESC, key DESC LIMIT %d`, size+1)
+	results, err := s.queryCurrent(ctx, q, pageArgs...)
+	if err != nil {
+		return FailingPage{}, err
+	}
+	page := FailingPage{Results: results}
+	if len(results) > size {
+		page.Results = results[:size]
+		last := page.Results[size-1]
+		page.Next = &Cursor{UpdatedUnixNano: last.UpdatedAt.UnixNano(), Key: last.Key}
+	}
+	if after == nil && page.Next == nil {
+		// The first page holds every match: they are counted already, and a rare match is not searched twice.
+		page.Count = int64(len(page.Results))
+		return page, nil
+	}
+	//nolint:gosec // G202: as above
 	if err := s.db.QueryRowContext(ctx, fmt.Sprintf(`SELECT COUNT(*) FROM (SELECT 1 FROM results%s LIMIT %d) AS matched`,
 		where, MaxCounted+1), args...).Scan(&page.Count); err != nil {
 		return FailingPage{}, err
@@ -242,24 +264,6 @@ func (s *store) failingPage(ctx context.Context, f Filter, after *Cursor, size i
 	if page.Count > MaxCounted {
 		page.Count, page.CountCapped = MaxCounted, true
 	}
-	if after != nil {
-		n := len(args)
-		where += fmt.Sprintf(" AND (updated_unix_nano < $%d OR (updated_unix_nano = $%d AND key < $%d))", n+1, n+1, n+2)
-		args = append(args, after.UpdatedUnixNano, after.Key)
-	}
-	//nolint:gosec // G202: as above
-	q := `SELECT ` + currentColumns + ` FROM results` + where +
-		fmt.Sprintf(` ORDER BY updated_unix_nano DESC, key DESC LIMIT %d`, size+1)
-	results, err := s.queryCurrent(ctx, q, args...)
-	if err != nil {
-		return FailingPage{}, err
-	}
-	if len(results) > size {
-		results = results[:size]
-		last := results[size-1]
-		page.Next = &Cursor{UpdatedUnixNano: last.UpdatedAt.UnixNano(), Key: last.Key}
-	}
-	page.Results = results
 	return page, nil
 }
 
