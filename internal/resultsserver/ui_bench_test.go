@@ -114,7 +114,7 @@ func BenchmarkFailingPage(b *testing.B) {
 					for b.Loop() {
 						get(b, page.path)
 					}
-					b.ReportMetric(float64(b.Elapsed().Milliseconds())/float64(b.N), "ms/page")
+					b.ReportMetric(float64(b.Elapsed().Microseconds())/1000/float64(b.N), "ms/page")
 				})
 			}
 		})

@@ -69,6 +69,8 @@ var benchSteps = []benchStep{
 	{Name: "resultsgrpc-encode", Pkg: "./exporter/resultsgrpcexporter/", Bench: "^BenchmarkEncode$", Args: count, Timeout: 5 * time.Minute, About: 15 * time.Second},
 	{Name: "s3", Pkg: "./exporter/s3exporter/", Bench: "^BenchmarkS3Export$", Args: []string{"-benchtime", "2s", "-count", "3"}, Timeout: 10 * time.Minute, About: 50 * time.Second},
 	{Name: "kafka", Pkg: "./exporter/kafkaexporter/", Bench: "^BenchmarkKafkaExport$", Args: count, Timeout: 10 * time.Minute, About: 35 * time.Second},
+	{Name: "resultsserver-ingest", Pkg: "./internal/resultsserver/", Bench: "^BenchmarkIngest$", Args: []string{"-benchtime", "50x", "-count", "3"}, Timeout: 10 * time.Minute, About: 60 * time.Second},
+	{Name: "resultsserver-pages", Pkg: "./internal/resultsserver/", Bench: "^BenchmarkFailingPage$", Args: []string{"-benchtime", "20x", "-count", "3"}, Timeout: 20 * time.Minute, About: 6 * time.Minute},
 	{Name: "resultsgrpc", Pkg: "./testbed/resultsgrpc/", Bench: "^BenchmarkResultsGRPC$", Args: []string{"-benchtime", "10x", "-count", "3"}, Timeout: 10 * time.Minute, About: 90 * time.Second},
 	{Name: "decisionlogs", Pkg: "./testbed/decisionlogs/", Bench: "^BenchmarkDecisionLogs$", Args: []string{"-benchtime", "1x", "-count", "3"}, Timeout: 10 * time.Minute, About: 35 * time.Second},
 	{Name: "gatekeeperexport", Pkg: "./testbed/decisionlogs/", Bench: "^BenchmarkGatekeeperExport$", Args: []string{"-benchtime", "1x", "-count", "3"}, Timeout: 10 * time.Minute, About: 45 * time.Second},

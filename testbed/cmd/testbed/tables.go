@@ -123,6 +123,14 @@ var tables = []table{
 		},
 	},
 	{
+		Title: "results-server: ingest and the fleet view at a million results",
+		About: "`BenchmarkIngest` calls the Forward handler with requests as the exporter sends them (1,000 results: 700 new keys and " +
+			"300 changed outcomes), one at a time and from 4 senders at once, into SQLite (pure Go driver, WAL, fsync per request) and " +
+			"PostgreSQL 15 (local, run with fsync off by the tests' harness); the database on the same 2 cores. `BenchmarkFailingPage` " +
+			"renders pages through the HTTP handler (query and template) from 1,000,000 current results (3 clusters, 45 % failing).",
+		Rows: resultsServerRows(),
+	},
+	{
 		Title: "`k8s_reports`: 10,000 PolicyReports",
 		About: "10,000 Pod Security Standards-shaped PolicyReports (19 results each, about 6 KB) in a real kube-apiserver + etcd on " +
 			"the same 2-core machine; the distribution binary with `k8s_reports` (state in `file_storage`) → `durable_file`; then one " +
@@ -210,6 +218,33 @@ func k8sReportsRows() []row {
 			{Unit: "after-last-update-s", Label: "1,000 changes: last record after the last patch (s)", Target: &target{Text: "≤ 2 s", Stat: "max", Limit: 2, AtMost: true}},
 			{Unit: "burst-s", Label: "1,000 changes: last record after the first patch (s)"},
 		}})
+	}
+	return rows
+}
+
+// resultsServerRows are the ingest and page rows of both databases.
+func resultsServerRows() []row {
+	var rows []row
+	ingest := measure{Unit: "results/s", Target: &target{Text: "≥ 50,000/s", Stat: "median", Limit: 50_000}}
+	page := measure{Unit: "ms/page", Target: &target{Text: "≤ 200 ms", Stat: "max", Limit: 200}}
+	for _, db := range []struct{ name, title string }{{"sqlite", "SQLite"}, {"postgres", "PostgreSQL"}} {
+		rows = append(rows,
+			row{db.title + ": ingest, one request at a time", "resultsserver-ingest", "BenchmarkIngest/" + db.name + "/sequential", []measure{ingest}},
+			row{db.title + ": ingest, 4 senders", "resultsserver-ingest", "BenchmarkIngest/" + db.name + "/concurrent", []measure{ingest}})
+		for _, p := range []struct{ bench, what string }{
+			{"failing", "failing list, first page"},
+			{"failing_page_100", "failing list, page 100"},
+			{"failing_cluster", "failing list, one cluster"},
+			{"failing_policy", "failing list, one policy"},
+			{"failing_namespace_severity", "failing list, one namespace and severity"},
+			{"failing_score_fixable", "failing list, score ≥ 8 and fixable"},
+			{"failing_text", "failing list, text matching a few results"},
+		} {
+			rows = append(rows, row{db.title + ": " + p.what, "resultsserver-pages", "BenchmarkFailingPage/" + db.name + "/" + p.bench, []measure{page}})
+		}
+		rows = append(rows,
+			row{db.title + ": one result", "resultsserver-pages", "BenchmarkFailingPage/" + db.name + "/result", []measure{{Unit: "ms/page"}}},
+			row{db.title + ": fleet overview (groups every result)", "resultsserver-pages", "BenchmarkFailingPage/" + db.name + "/overview", []measure{{Unit: "ms/page"}}})
 	}
 	return rows
 }
