@@ -565,6 +565,7 @@ func printHints(e env, st state) {
 	p := st.Ports
 	fmt.Printf(`
 Look further (docs/demo.md has more):
+  the fleet, in a browser      http://127.0.0.1:%d/
   logs of every process        ls %s
   the records, as the file     head -c 2000 %s
   the fleet view over HTTP     curl -s http://127.0.0.1:%d/v1/fleet/failing?limit=5
@@ -575,7 +576,7 @@ Look further (docs/demo.md has more):
   MinIO console                http://127.0.0.1:%d  (%s / %s)
   this report again            go run ./hack/demo status
 Stop: make demo-stop (the data stays in %s; rm -rf it to delete).
-`, e.rel(e.path("logs")), e.rel(resultsFile(e)), p.ResultsHTTP, prometheusURL(p), e.rel(e.path("kubeconfig")), p.OPA, p.MinIOConsole,
+`, p.ResultsHTTP, e.rel(e.path("logs")), e.rel(resultsFile(e)), p.ResultsHTTP, prometheusURL(p), e.rel(e.path("kubeconfig")), p.OPA, p.MinIOConsole,
 		st.MinIOUser, st.MinIOPassword, e.rel(e.dir))
 }
 
