@@ -128,8 +128,7 @@ func (s *Server) registerUI(mux *http.ServeMux) {
 	})
 	mux.HandleFunc("POST /login", s.login)
 	mux.HandleFunc("POST /logout", func(w http.ResponseWriter, r *http.Request) {
-		http.SetCookie(w, &http.Cookie{Name: tokenCookie, Path: "/", MaxAge: -1, HttpOnly: true, Secure: r.TLS != nil,
-			SameSite: http.SameSiteLaxMode})
+		setTokenCookie(w, r, "")
 		http.Redirect(w, r, "/login", http.StatusSeeOther)
 	})
 	static, _ := fs.Sub(uiFiles, "ui")
@@ -183,7 +182,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	next := safeNext(r.PostFormValue("next"))
 	token := strings.TrimSpace(r.PostFormValue("token"))
 	if len(s.tokens) == 0 {
-		http.Redirect(w, r, next, http.StatusSeeOther)
+		http.Redirect(w, r, next, http.StatusSeeOther) //nolint:gosec // G710: next is a path of this server (safeNext)
 		return
 	}
 	if token == "" || !s.validToken(token) {
@@ -192,9 +191,21 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, http.StatusUnauthorized, "login", pageView{Title: "Sign in", Data: loginView{Next: next, Failed: true}})
 		return
 	}
-	http.SetCookie(w, &http.Cookie{Name: tokenCookie, Value: base64.RawURLEncoding.EncodeToString([]byte(token)),
-		Path: "/", HttpOnly: true, Secure: r.TLS != nil, SameSite: http.SameSiteLaxMode})
-	http.Redirect(w, r, next, http.StatusSeeOther)
+	setTokenCookie(w, r, token)
+	http.Redirect(w, r, next, http.StatusSeeOther) //nolint:gosec // G710: next is a path of this server (safeNext)
+}
+
+// setTokenCookie keeps token in the browser, or removes the cookie when token is "".
+func setTokenCookie(w http.ResponseWriter, r *http.Request, token string) {
+	// Secure only over TLS: a browser drops a Secure cookie set over plain HTTP, and a server without TLS sends
+	// its tokens in the clear anyway (behind a proxy that terminates TLS, or on loopback).
+	//nolint:gosec // G124: HttpOnly and SameSite always, Secure whenever the connection is TLS
+	c := &http.Cookie{Name: tokenCookie, Value: base64.RawURLEncoding.EncodeToString([]byte(token)), Path: "/",
+		HttpOnly: true, SameSite: http.SameSiteLaxMode, Secure: r.TLS != nil}
+	if token == "" {
+		c.MaxAge = -1
+	}
+	http.SetCookie(w, c)
 }
 
 // safeNext keeps a redirect after sign-in on this server: a path, never another host ("//evil", "/\evil").
