@@ -126,6 +126,10 @@ func fleetViewIndexes() []string {
 		`DROP INDEX results_by_outcome`,
 		`CREATE INDEX results_current ON results (cluster, source, policy, outcome, severity, resource_namespace)
 			WHERE resolved = 0`,
+		// A result's outcomes in order, as its page lists them and the trend walks them (a window over each key's
+		// rows): read in index order instead of sorted.
+		`DROP INDEX result_history_by_key`,
+		`CREATE INDEX result_history_by_key ON result_history (key, order_unix_nano, received_unix_nano)`,
 	}
 	// The failing list, newest change first, paged by (updated_unix_nano, key): one walk of an index per page
 	// however deep, from the newest failing result of the cluster, namespace or policy asked for.

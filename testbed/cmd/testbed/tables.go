@@ -127,7 +127,8 @@ var tables = []table{
 		About: "`BenchmarkIngest` calls the Forward handler with requests as the exporter sends them (1,000 results: 700 new keys and " +
 			"300 changed outcomes), one at a time and from 4 senders at once, into SQLite (pure Go driver, WAL, fsync per request) and " +
 			"PostgreSQL 15 (local, run with fsync off by the tests' harness); the database on the same 2 cores. `BenchmarkFailingPage` " +
-			"renders pages through the HTTP handler (query and template) from 1,000,000 current results (3 clusters, 45 % failing).",
+			"renders pages through the HTTP handler (query and template) from 1,000,000 current results (3 clusters, 45 % failing) and " +
+			"1,000,000 history rows.",
 		Rows: resultsServerRows(),
 	},
 	{
@@ -244,7 +245,8 @@ func resultsServerRows() []row {
 		}
 		rows = append(rows,
 			row{db.title + ": one result", "resultsserver-pages", "BenchmarkFailingPage/" + db.name + "/result", []measure{{Unit: "ms/page"}}},
-			row{db.title + ": fleet overview (groups every result)", "resultsserver-pages", "BenchmarkFailingPage/" + db.name + "/overview", []measure{{Unit: "ms/page"}}})
+			row{db.title + ": fleet overview (groups every result)", "resultsserver-pages", "BenchmarkFailingPage/" + db.name + "/overview", []measure{{Unit: "ms/page"}}},
+			row{db.title + ": 30-day trend (walks 1,000,000 history rows)", "resultsserver-pages", "BenchmarkFailingPage/" + db.name + "/trend", []measure{{Unit: "ms/page"}}})
 	}
 	return rows
 }
