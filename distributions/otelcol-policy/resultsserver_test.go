@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"testing"
@@ -20,15 +19,6 @@ import (
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
-// resultsServerBinary is bin/results-server, built by `make build` next to the collector.
-func resultsServerBinary(t *testing.T) string {
-	bin := filepath.Join(filepath.Dir(collectortest.Binary(t)), "results-server")
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("%s: %v (run make build)", bin, err)
-	}
-	return bin
-}
-
 type fleetCounts struct {
 	Cluster, Source, Policy              string
 	Pass, Fail, Warn, Error, Skip, Total int
@@ -38,38 +28,9 @@ type fleetCounts struct {
 // exporter on a persistent queue, and reads the fleet view back over HTTP and with the fleet command.
 func TestBinaryForwardsToResultsServer(t *testing.T) {
 	dir := t.TempDir()
-	bin := resultsServerBinary(t)
-	tokens := filepath.Join(dir, "tokens")
-	require.NoError(t, os.WriteFile(tokens, []byte("# laptop collector\ns3cret-token\n"), 0o600))
-	grpcPort, httpPort := collectortest.FreePort(t), collectortest.FreePort(t)
 	db := "sqlite://" + filepath.Join(dir, "results.db")
-	server := exec.Command(bin, "serve", "--listen", fmt.Sprintf("127.0.0.1:%d", grpcPort),
-		"--http-listen", fmt.Sprintf("127.0.0.1:%d", httpPort), "--db", db, "--token-file", tokens)
-	server.Stderr = os.Stderr
-	require.NoError(t, server.Start())
-	defer func() {
-		_ = server.Process.Signal(os.Interrupt)
-		_ = server.Wait()
-	}()
-
-	extra := fmt.Sprintf(`
-exporters:
-  results_grpc:
-    endpoint: 127.0.0.1:%d
-    tls:
-      insecure: true
-    headers:
-      authorization: Bearer s3cret-token
-    extra_metadata:
-      environment: test
-    sending_queue:
-      storage: file_storage
-service:
-  pipelines:
-    logs:
-      exporters: [durable_file, results_grpc, policy_metrics]
-`, grpcPort)
-	c, p := start(t, dir, extra)
+	server := startResultsServer(t, dir, db)
+	c, p := start(t, dir, server.collectorOverlay(map[string]string{"environment": "test"}))
 	defer c.Stop()
 	pass := sampleResult("web-3")
 	pass.Outcome = policyresult.OutcomePass
@@ -78,11 +39,11 @@ service:
 	want := fleetCounts{Cluster: "laptop", Source: "kyverno", Policy: "disallow-privileged", Pass: 1, Fail: 2, Total: 3}
 	var fleet struct{ Policies []fleetCounts }
 	collectortest.Eventually(t, 30*time.Second, func() error {
-		req, err := http.NewRequest(http.MethodGet, fmt.Sprintf("http://127.0.0.1:%d/v1/fleet", httpPort), nil)
+		req, err := http.NewRequest(http.MethodGet, server.URL()+"/v1/fleet", nil)
 		if err != nil {
 			return err
 		}
-		req.Header.Set("Authorization", "Bearer s3cret-token")
+		req.Header.Set("Authorization", "Bearer "+resultsToken)
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			return err
@@ -101,7 +62,7 @@ service:
 		return nil
 	})
 
-	out, err := exec.Command(bin, "fleet", "--db", db, "--output", "json", "--policy", "disallow-privileged").Output()
+	out, err := exec.Command(resultsServerBinary(t), "fleet", "--db", db, "--output", "json", "--policy", "disallow-privileged").Output()
 	require.NoError(t, err)
 	var cli struct {
 		Failing []struct {
