@@ -33,6 +33,7 @@ func fleet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs.StringVar(&f.Severity, "severity", "", "only this severity: critical, high, medium, low or info")
 	fs.StringVar(&f.Source, "source", "", "only this source (kyverno, trivy, ...)")
 	fs.StringVar(&f.Rule, "rule", "", "only this rule")
+	fs.BoolVar(&f.ClusterWide, "cluster-wide", false, "only results about resources outside namespaces")
 	fs.StringVar(&f.Kind, "kind", "", "only results about resources of this kind (Pod, Deployment, ...)")
 	fs.StringVar(&f.Vulnerability, "vulnerability", "", "only this vulnerability id (CVE-2024-3094, ...)")
 	fs.Func("min-score", "only vulnerabilities with a base score of at least this (0 to 10)", func(v string) error {

@@ -491,6 +491,14 @@ func (u *fleetUI) namespaces() {
 	assert.Equal(t, hostileNamespace, mustQuery(t, p.URL()).Get("namespace"))
 	assert.Equal(t, hostileNamespace, p.Attr("form.filters input[name=namespace]", "value"))
 	assert.Len(t, u.assertFailing(" AND cluster = $1 AND resource_namespace = $2", clusterEast, hostileNamespace), 1)
+
+	// The cluster-wide row's link opens the failing results about no namespaced resource.
+	u.open("/namespaces")
+	p.Click("table#namespaces tr[data-cluster=" + css(clusterEast) + "][data-namespace=\"\"] th a")
+	u.assertInert()
+	assert.Equal(t, "true", mustQuery(t, p.URL()).Get("cluster_wide"))
+	assert.Equal(t, 1, p.Count("form.filters input[name=cluster_wide]:checked"))
+	assert.NotEmpty(t, u.assertFailing(" AND cluster = $1 AND resource_namespace = ''", clusterEast))
 }
 
 // failingRows are the failing results the condition where (" AND ...") selects, in the failing list's order.
@@ -583,10 +591,9 @@ func (u *fleetUI) failingList() {
 	assert.Equal(t, "high", p.Attr("form.filters select[name=severity] option[selected]", "value"))
 	assert.Len(t, u.assertFailing(" AND severity = $1", "high"), 3)
 
-	// The form has no way to tick a box without a click that navigates nowhere (chromiumtest has none): the
-	// shareable URL ticks it, the form keeps it, and the form adds the score.
-	u.open("/results?fixable=true")
-	assert.Equal(t, 1, p.Count("form.filters input[name=fixable]:checked"))
+	// The box ticked in the form, the score added; the shareable URL keeps both.
+	u.open("/results")
+	p.SetChecked("form.filters input[name=fixable]", true)
 	u.filter("min_score", "8")
 	assert.Equal(t, "true", mustQuery(t, p.URL()).Get("fixable"))
 	assert.Equal(t, 1, p.Count("form.filters input[name=fixable]:checked"))

@@ -18,6 +18,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -364,6 +365,16 @@ func (p *Page) SetValue(selector, value string) {
 		e.dispatchEvent(new Event("input", {bubbles: true}));
 		e.dispatchEvent(new Event("change", {bubbles: true}));
 	})(document.querySelector(%s))`, value, selector)
+}
+
+// SetChecked ticks or clears the checkbox or radio button matching selector, as a click on it would, without
+// waiting for a page: a box changes only its form.
+func (p *Page) SetChecked(selector string, checked bool) {
+	p.t.Helper()
+	p.mustMatch(selector)
+	eval[chromedp.Void](p, `(e => {
+		if (e.checked !== (%s === "true")) { e.click(); }
+	})(document.querySelector(%s))`, strconv.FormatBool(checked), selector)
 }
 
 // Submit submits the form matching formSelector (or the form of the element matching it) and waits for the page

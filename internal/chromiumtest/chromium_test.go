@@ -23,7 +23,8 @@ const home = `<!doctype html>
 <h1>  Results  </h1>
 <ul><li class="rule">no-latest-tag</li><li class="rule">require-labels</li><li class="rule">run-as-non-root</li></ul>
 <a id="next" href="/search?q=from+link" data-kind="link">next</a>
-<form id="search" action="/search"><input name="q"><select name="kind"><option>pod<option>node</select></form>`
+<form id="search" action="/search"><input name="q"><select name="kind"><option>pod<option>node</select>
+<input type="checkbox" name="fixable" value="true"></form>`
 
 func writePage(w http.ResponseWriter, status int, body string) {
 	w.Header().Set("Content-Type", "text/html; charset=utf-8")
@@ -38,8 +39,8 @@ func server(t *testing.T) *httptest.Server {
 		fmt.Fprint(w, home)
 	})
 	mux.HandleFunc("GET /search", func(w http.ResponseWriter, r *http.Request) {
-		writePage(w, http.StatusOK, fmt.Sprintf(`<p id="q">%s</p><p id="kind">%s</p>`,
-			html.EscapeString(r.FormValue("q")), html.EscapeString(r.FormValue("kind"))))
+		writePage(w, http.StatusOK, fmt.Sprintf(`<p id="q">%s</p><p id="kind">%s</p><p id="fixable">%s</p>`,
+			html.EscapeString(r.FormValue("q")), html.EscapeString(r.FormValue("kind")), html.EscapeString(r.FormValue("fixable"))))
 	})
 	mux.HandleFunc("GET /private", func(w http.ResponseWriter, r *http.Request) {
 		if c, err := r.Cookie("session"); err != nil || c.Value != "s3cret" {
@@ -142,12 +143,17 @@ func TestPage(t *testing.T) {
 		p.Navigate(s.URL + "/")
 		p.SetValue(`input[name="q"]`, `a "quoted" <value>`)
 		p.SetValue(`select[name="kind"]`, "node")
+		p.SetChecked(`input[name="fixable"]`, true)
+		p.SetChecked(`input[name="fixable"]`, true) // already ticked: stays ticked
 		p.Submit("#search")
 		if got := p.URL(); !strings.HasPrefix(got, s.URL+"/search?q=") {
 			t.Errorf("after the submit: URL() = %q", got)
 		}
 		if got := p.Text("#q"); got != `a "quoted" <value>` {
 			t.Errorf("Text(#q) = %q", got)
+		}
+		if got := p.Text("#fixable"); got != "true" {
+			t.Errorf("Text(#fixable) = %q: the box was not ticked", got)
 		}
 		if got := p.Text("#kind"); got != "node" {
 			t.Errorf("Text(#kind) = %q", got)

@@ -73,6 +73,7 @@ func TestFindingFields(t *testing.T) {
 		assert.Equal(t, []string{"CVE-2024-0002"}, failing(Filter{Vulnerability: "CVE-2024-0002"}))
 		assert.Equal(t, []string{"CVE-2024-0001", "CVE-2024-0002", "CVE-2024-0003", "CVE-2024-0004"}, failing(Filter{Kind: "ReplicaSet"}))
 		assert.Equal(t, []string{"cis-1.23"}, failing(Filter{Rule: "1.2.1"}))
+		assert.Equal(t, []string{"cis-1.23"}, failing(Filter{ClusterWide: true}), "the control has no subject resource")
 		assert.Equal(t, []string{"CVE-2024-0003", "CVE-2024-0004"}, failing(Filter{Text: "API-5F"}), "subject name, any case")
 		assert.Equal(t, []string{"CVE-2024-0001", "CVE-2024-0002", "CVE-2024-0003", "CVE-2024-0004"}, failing(Filter{Text: "libSSL"}), "package name")
 		assert.Equal(t, []string{"cis-1.23"}, failing(Filter{Text: "100%_s"}), "% and _ are matched as they are")
@@ -112,6 +113,7 @@ func TestFindingScoreMustBeFinite(t *testing.T) {
 
 func TestFilterValidate(t *testing.T) {
 	for _, f := range []Filter{{MinScore: ptr(-1.0)}, {MinScore: ptr(10.5)}, {MinScore: ptr(math.NaN())},
+		{Namespace: "shop", ClusterWide: true},
 		{Text: string(make([]byte, MaxFilterText+1))}, {Severity: "urgent"}} {
 		assert.Error(t, f.Validate(), "%+v", f)
 	}

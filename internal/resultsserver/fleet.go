@@ -26,6 +26,8 @@ type Filter struct {
 	// Severity is one of critical, high, medium, low, info.
 	Severity string `json:"severity,omitempty"`
 	Source   string `json:"source,omitempty"`
+	// ClusterWide keeps the results about resources outside namespaces (and about the cluster itself).
+	ClusterWide bool `json:"cluster_wide,omitempty"`
 	// Kind is the subject resource's kind (Pod, Deployment, Namespace, …).
 	Kind string `json:"kind,omitempty"`
 	// Vulnerability is a vulnerability.id (CVE-2024-3094).
@@ -54,6 +56,9 @@ func (f Filter) Validate() error {
 		default:
 			return fmt.Errorf("severity %q: want one of critical, high, medium, low, info", f.Severity)
 		}
+	}
+	if f.ClusterWide && f.Namespace != "" {
+		return fmt.Errorf("namespace %q and cluster_wide: a result is about a namespaced resource or not", f.Namespace)
 	}
 	if f.MinScore != nil && (math.IsNaN(*f.MinScore) || *f.MinScore < 0 || *f.MinScore > 10) {
 		return fmt.Errorf("min_score %v: want a score from 0 to 10", *f.MinScore)
@@ -213,6 +218,9 @@ func (f Filter) where(d dialect) (string, []any) {
 	}
 	if f.Fixable {
 		conds = append(conds, "package_fixed_version <> ''")
+	}
+	if f.ClusterWide {
+		conds = append(conds, "resource_namespace = ''")
 	}
 	if f.Text != "" {
 		// The pattern's own % and _ are escaped, so the text is matched as it is.

@@ -201,7 +201,7 @@ func TestFleetHTTP(t *testing.T) {
 			code         int
 			body         string
 		}{
-			{"GET", "/v1/fleet?colour=red", 400, `{"error":"unknown parameter colour: want cluster, namespace, policy, rule, severity, source, kind, vulnerability, min_score, fixable, q"}`},
+			{"GET", "/v1/fleet?colour=red", 400, `{"error":"unknown parameter colour: want cluster, namespace, cluster_wide, policy, rule, severity, source, kind, vulnerability, min_score, fixable, q"}`},
 			{"GET", "/v1/fleet?severity=urgent", 400, `{"error":"severity \"urgent\": want one of critical, high, medium, low, info"}`},
 			{"GET", "/v1/fleet/failing?cluster=a&cluster=b", 400, `{"error":"parameter cluster: given 2 times, want once"}`},
 			{"GET", "/v1/fleet?limit=5", 400, `{"error":"parameter limit: only /v1/fleet/failing takes it"}`},

@@ -30,8 +30,9 @@ const (
 //	GET /metrics           self-metrics in the Prometheus text format
 //	GET /, /policies, /namespaces, /results, /results/{key}, /trend: the web UI (ui.go)
 //
-// The fleet endpoints take the query parameters of a Filter (filterParams: cluster, namespace, policy, rule,
-// severity, source, kind, vulnerability, min_score, fixable, q); failing also takes limit (1 to 10000). An unknown, repeated or invalid parameter is a 400. When tokens are configured,
+// The fleet endpoints take the query parameters of a Filter (filterParams: cluster, namespace, cluster_wide,
+// policy, rule, severity, source, kind, vulnerability, min_score, fixable, q); failing also takes limit (1 to
+// 10000). An unknown, repeated or invalid parameter is a 400. When tokens are configured,
 // requests need one of them as "Authorization: Bearer <token>", like the gRPC API, else they get a 401: the
 // fleet view shows every cluster's failures. /metrics too: it is closed like the rest, and Prometheus can send a
 // token. The web UI's pages also accept the token kept in a cookie by its login page, and send a browser without
@@ -100,8 +101,8 @@ func (s *Server) HTTPHandler() http.Handler {
 }
 
 // filterParams are the query parameters of a Filter, in the order errors list them.
-var filterParams = []string{"cluster", "namespace", "policy", "rule", "severity", "source", "kind", "vulnerability",
-	"min_score", "fixable", "q"}
+var filterParams = []string{"cluster", "namespace", "cluster_wide", "policy", "rule", "severity", "source", "kind",
+	"vulnerability", "min_score", "fixable", "q"}
 
 func parseFilter(q url.Values, withLimit bool) (Filter, error) {
 	f := Filter{}
@@ -152,6 +153,9 @@ func (f Filter) values() url.Values {
 	if f.Fixable {
 		v.Set("fixable", "true")
 	}
+	if f.ClusterWide {
+		v.Set("cluster_wide", "true")
+	}
 	return v
 }
 
@@ -170,12 +174,12 @@ func (f *Filter) set(name, v string) error {
 			return fmt.Errorf("parameter min_score %q: want a number from 0 to 10", v)
 		}
 		f.MinScore = &n
-	case name == "fixable":
+	case name == "fixable" || name == "cluster_wide":
 		b, err := strconv.ParseBool(cmp.Or(v, "false"))
 		if err != nil {
-			return fmt.Errorf("parameter fixable %q: want true or false", v)
+			return fmt.Errorf("parameter %s %q: want true or false", name, v)
 		}
-		f.Fixable = b
+		*map[string]*bool{"fixable": &f.Fixable, "cluster_wide": &f.ClusterWide}[name] = b
 	default:
 		return fmt.Errorf("unknown parameter %s: want %s", name, strings.Join(filterParams, ", "))
 	}

@@ -188,6 +188,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	if token == "" || !s.validToken(token) {
 		s.metrics.httpUnauthenticated.Add(1)
 		s.logger.Debug("rejected a sign-in with an invalid token", zap.String("remote", r.RemoteAddr))
+		w.Header().Set("WWW-Authenticate", `Bearer realm="results-server"`)
 		s.render(w, r, http.StatusUnauthorized, "login", pageView{Title: "Sign in", Data: loginView{Next: next, Failed: true}})
 		return
 	}

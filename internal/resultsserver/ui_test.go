@@ -62,6 +62,7 @@ func TestUIPages(t *testing.T) {
 			{"/policies", 200, []string{`data-policy="require-labels"`, `data-policy="CVE-2026-1234"`, "3 policies"}},
 			{"/policies?differs=true", 200, []string{"1 policy", `data-policy="disallow-latest"`}},
 			{"/namespaces", 200, []string{`data-namespace="shop"`, `data-namespace="billing"`, `data-namespace="default"`}},
+			{"/results?cluster_wide=true&namespace=shop", 400, []string{"cluster_wide"}},
 			{"/results", 200, []string{"4 failing results", `data-key="` + trivy.Key() + `"`}},
 			{"/results?severity=critical&fixable=&min_score=", 200, []string{"1 failing result<"}},
 			{"/results/" + trivy.Key(), 200, []string{"openssl 3.0.1 is vulnerable", `id="history"`, "k8s.cluster.name"}},
