@@ -10,6 +10,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 )
@@ -211,12 +212,11 @@ func (c Cursor) String() string { return fmt.Sprintf("%d.%s", c.UpdatedUnixNano,
 // ParseCursor reads a Cursor.String.
 func ParseCursor(s string) (Cursor, error) {
 	t, key, ok := strings.Cut(s, ".")
-	var c Cursor
-	if _, err := fmt.Sscanf(t, "%d", &c.UpdatedUnixNano); !ok || err != nil || key == "" || len(key) > 128 {
+	updated, err := strconv.ParseInt(t, 10, 64)
+	if !ok || err != nil || key == "" || len(key) > 128 {
 		return Cursor{}, fmt.Errorf("cursor %q: want UPDATED.KEY, as the next-page link gives", s)
 	}
-	c.Key = key
-	return c, nil
+	return Cursor{UpdatedUnixNano: updated, Key: key}, nil
 }
 
 // FailingPage is one page of the failing list.

@@ -249,3 +249,14 @@ func TestTrend(t *testing.T) {
 		assert.Equal(t, []TrendSeries{{Cluster: "west", Failing: []int64{1, 1, 1}}}, series)
 	})
 }
+
+func TestParseCursor(t *testing.T) {
+	c := Cursor{UpdatedUnixNano: 1795334400000000000, Key: "4cffc64a659a59e95cc6a257a54514fb"}
+	got, err := ParseCursor(c.String())
+	require.NoError(t, err)
+	assert.Equal(t, c, got)
+	for _, bad := range []string{"", "12", "12.", ".k", "12abc.k", "x.k", "12." + strings.Repeat("k", 129)} {
+		_, err := ParseCursor(bad)
+		assert.Error(t, err, bad)
+	}
+}
