@@ -472,12 +472,7 @@ func chartWithTestFiles(t *testing.T) string {
 // otelcol-policy-node: privileged, warn and audit restricted); the pods the workloads would create are admitted;
 // the HA release's RBAC, applied for real, passes the kustomize RBAC test by impersonation.
 func TestHelmOnAPIServer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts etcd and kube-apiserver")
-	}
-	cluster, stop, err := k8stest.Start(t.TempDir())
-	require.NoError(t, err)
-	t.Cleanup(stop)
+	cluster := k8stest.StartForTest(t)
 	crds, err := filepath.Glob(filepath.Join(collectortest.RepoRoot(t), "receiver", "k8sreportsreceiver", "testdata", "crds", "*.yaml"))
 	require.NoError(t, err)
 	// The Prometheus Operator's PrometheusRule and PodMonitor, minimal (testdata/helm/*-crd.yaml).

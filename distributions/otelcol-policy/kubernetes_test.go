@@ -500,12 +500,7 @@ func (e *kubeEnv) apply(t *testing.T, o *unstructured.Unstructured, dryRun bool)
 
 func startKubeEnv(t *testing.T) *kubeEnv {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts etcd and kube-apiserver")
-	}
-	cluster, stop, err := k8stest.Start(t.TempDir())
-	require.NoError(t, err)
-	t.Cleanup(stop)
+	cluster := k8stest.StartForTest(t)
 	crds, err := filepath.Glob(filepath.Join(collectortest.RepoRoot(t), "receiver", "k8sreportsreceiver", "testdata", "crds", "*.yaml"))
 	require.NoError(t, err)
 	require.NotEmpty(t, crds)

@@ -63,6 +63,16 @@ type Extra interface {
 	Encode() ([]byte, error)
 }
 
+// ValidateLeaderElector checks the k8s_leader_elector and storage settings of a component: with a leader elector
+// the state follows the leader through the storage, and without storage a new leader would start from zero and
+// count only what its receivers send it, which after a handover is only what changed.
+func ValidateLeaderElector(elector, storage *component.ID) error {
+	if elector != nil && storage == nil {
+		return errors.New("k8s_leader_elector needs storage: the state passes from one leader to the next through it")
+	}
+	return nil
+}
+
 // ErrNotLeading refuses the records that reach a replica that does not lead: the state is the leader's, and a
 // refused batch is sent again by a receiver that follows the same leader elector, to the next leader.
 var ErrNotLeading = errors.New("this replica does not lead (k8s_leader_elector); the leader counts the records")
