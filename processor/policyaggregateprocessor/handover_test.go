@@ -14,7 +14,6 @@ import (
 	"github.com/otelcol-policy/otelcol-policy/extension/k8sleaderelectorextension/k8sleaderelectortest"
 	"github.com/otelcol-policy/otelcol-policy/internal/filestoragetest"
 	"github.com/otelcol-policy/otelcol-policy/internal/resultstate"
-	"github.com/otelcol-policy/otelcol-policy/internal/statustest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
@@ -38,15 +37,12 @@ var handoverSteps = [][]policyresult.Result{
 	},
 }
 
-// replica is one collector of a leader-elected pair: its own file_storage extension on the shared directory
-// (each replica is a process of its own, locking the file while it has it open) and its elector.
+// startReplica is one collector of a leader-elected pair, with its storage on the shared directory.
 func startReplica(t *testing.T, dir string, el component.Component) *harness {
 	t.Helper()
-	storage := filestoragetest.Start(t, dir)
-	t.Cleanup(func() { require.NoError(t, storage.Shutdown(context.Background())) })
 	cfg := testConfig()
 	cfg.Storage, cfg.K8sLeaderElector = &storageID, &electorID
-	h := newHarness(t, cfg, nil, statustest.NewHost(map[component.ID]component.Component{storageID: storage, electorID: el}))
+	h := newHarness(t, cfg, nil, filestoragetest.NewReplicaHost(t, dir, map[component.ID]component.Component{electorID: el}))
 	t.Cleanup(func() { require.NoError(t, h.lp.Shutdown(context.Background())) })
 	return h
 }
