@@ -11,6 +11,7 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 
+	"github.com/otelcol-policy/otelcol-policy/internal/resultstate"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
@@ -22,8 +23,12 @@ type Config struct {
 	Decisions DecisionsConfig `mapstructure:"decisions"`
 	// MaxKeys bounds the result keys kept; beyond it the least recently updated are evicted.
 	MaxKeys int `mapstructure:"max_keys"`
-	// Storage names a storage extension that keeps the latest outcome per result across restarts.
+	// Storage names a storage extension that keeps the latest outcome per result and the decision sums across
+	// restarts.
 	Storage *component.ID `mapstructure:"storage"`
+	// K8sLeaderElector names a k8s_leader_elector extension: only the replica that leads counts and emits, with
+	// the state it loads from Storage when it starts leading.
+	K8sLeaderElector *component.ID `mapstructure:"k8s_leader_elector"`
 
 	_ struct{}
 }
@@ -63,6 +68,9 @@ func (c *Config) Validate() error {
 	}
 	errs = append(errs, validateLabels("results::labels", c.Results.Labels, policyresult.AttrResult)...)
 	errs = append(errs, validateLabels("decisions::labels", c.Decisions.Labels, "")...)
+	if err := resultstate.ValidateLeaderElector(c.K8sLeaderElector, c.Storage); err != nil {
+		errs = append(errs, err)
+	}
 	return errors.Join(errs...)
 }
 

@@ -29,6 +29,9 @@ func TestLoadConfig(t *testing.T) {
 	custom.Decisions = DecisionsConfig{Labels: []string{policyresult.AttrPolicy, policyresult.AttrResult}, MaxSeries: 500}
 	custom.MaxKeys = 20000
 	custom.Storage = &storage
+	leader := createDefaultConfig().(*Config)
+	shared, elector := component.MustNewIDWithName("file_storage", "shared"), component.MustNewID("k8s_leader_elector")
+	leader.Storage, leader.K8sLeaderElector = &shared, &elector
 
 	for _, tt := range []struct {
 		id      component.ID
@@ -37,6 +40,8 @@ func TestLoadConfig(t *testing.T) {
 	}{
 		{id: component.NewID(metadata.Type), want: createDefaultConfig().(*Config)},
 		{id: component.NewIDWithName(metadata.Type, "custom"), want: custom},
+		{id: component.NewIDWithName(metadata.Type, "leader"), want: leader},
+		{id: component.NewIDWithName(metadata.Type, "leader_without_storage"), wantErr: "k8s_leader_elector needs storage: the state passes from one leader to the next through it"},
 		{id: component.NewIDWithName(metadata.Type, "per_result"), wantErr: `results::labels: "policy.result.key" has a value per result and would make one series each` + "\n" +
 			`results::labels: "policy.result" is always a label` + "\n" +
 			`decisions::labels: "policy.decision.id" has a value per result and would make one series each` + "\n" +

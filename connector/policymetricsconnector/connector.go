@@ -45,7 +45,7 @@ func newConnector(cfg *Config, set connector.Settings, next consumer.Metrics) (*
 	tally := resultstate.New(cfg.Results.Labels, cfg.MaxKeys)
 	c.state = resultstate.NewRunner(tally, c.emit, resultstate.Settings{
 		ID: set.ID, Kind: component.KindConnector, Logger: set.Logger, Interval: cfg.Interval, Storage: cfg.Storage,
-		GroupByKey: "results::labels", InvalidRecord: "A result record cannot be counted; it is skipped",
+		K8sLeaderElector: cfg.K8sLeaderElector, Extra: c.decisions, GroupByKey: "results::labels", InvalidRecord: "A result record cannot be counted; it is skipped",
 		Telemetry: resultstate.Telemetry{Errors: tb.ConnectorPolicyMetricsErrors, Evictions: tb.ConnectorPolicyMetricsEvictions,
 			Keys: tb.ConnectorPolicyMetricsKeys, Shutdown: tb.Shutdown},
 	})

@@ -272,33 +272,69 @@ func TestInvalidRecordsAreCountedAndSkipped(t *testing.T) {
 	metadatatest.AssertEqualConnectorPolicyMetricsKeys(t, h.telemetry, []metricdata.DataPoint[int64]{{Value: 1}}, metricdatatest.IgnoreTimestamp())
 }
 
-func TestRestartWithStorageKeepsTheCounts(t *testing.T) {
-	cfg := testConfig()
-	id := filestoragetest.ID
-	cfg.Storage = &id
-	dir := t.TempDir()
-
+// startStored runs the connector with its state in a file_storage on dir; stop shuts both down, as a restart
+// does.
+func startStored(t *testing.T, cfg *Config, dir string) (h *harness, stop func()) {
+	t.Helper()
 	host := filestoragetest.NewHost(t, dir)
-	h := newHarness(t, cfg, host)
+	h = newHarness(t, cfg, host)
+	return h, func() {
+		h.shutdown()
+		require.NoError(t, host.Ext.Shutdown(context.Background()))
+	}
+}
+
+func storedConfig() *Config {
+	cfg := testConfig()
+	cfg.Storage = &storageID
+	return cfg
+}
+
+func TestRestartWithStorageKeepsTheCounts(t *testing.T) {
+	dir := t.TempDir()
+	h, stop := startStored(t, storedConfig(), dir)
 	h.consume(
 		result("eu", "p", "shop", "a", policyresult.OutcomeFail, policyresult.StateNew),
 		result("eu", "p", "shop", "b", policyresult.OutcomePass, policyresult.StateNew),
 		decision("eu", "K8sRequiredLabels", false, policyresult.ActionDeny),
 	)
 	before := h.tick()
-	h.shutdown()
-	require.NoError(t, host.Ext.Shutdown(context.Background()))
+	started := decisionStarts(h.sink.AllMetrics()...)
+	stop()
+	denied := " policy.decisions{policy.decision.action=deny,policy.name=K8sRequiredLabels,policy.source=gatekeeper} "
+	assert.Equal(t, concat(outcomes("", "policy.name=p,policy.source=kyverno", 1, 1, 0, 0, 0), []string{denied + "1"}), before)
 
-	// After the restart the receiver sends only what changed; the gauges still count everything.
-	host = filestoragetest.NewHost(t, dir)
-	h = newHarness(t, cfg, host)
-	defer func() { require.NoError(t, host.Ext.Shutdown(context.Background())) }()
-	defer h.shutdown()
-	assert.Equal(t, outcomes("", "policy.name=p,policy.source=kyverno", 1, 1, 0, 0, 0), h.tick())
-	assert.Equal(t, concat(outcomes("", "policy.name=p,policy.source=kyverno", 1, 1, 0, 0, 0),
-		[]string{" policy.decisions{policy.decision.action=deny,policy.name=K8sRequiredLabels,policy.source=gatekeeper} 1"}), before)
-	h.consume(result("eu", "p", "shop", "c", policyresult.OutcomeFail, policyresult.StateNew))
-	assert.Equal(t, outcomes("", "policy.name=p,policy.source=kyverno", 1, 2, 0, 0, 0), h.tick())
+	// After the restart the receiver sends only what changed; the gauges still count everything, and the
+	// decision sum continues from its value and start time.
+	h, stop = startStored(t, storedConfig(), dir)
+	defer stop()
+	assert.Equal(t, before, h.tick())
+	h.consume(result("eu", "p", "shop", "c", policyresult.OutcomeFail, policyresult.StateNew),
+		decision("eu", "K8sRequiredLabels", false, policyresult.ActionDeny))
+	assert.Equal(t, concat(outcomes("", "policy.name=p,policy.source=kyverno", 1, 2, 0, 0, 0), []string{denied + "2"}), h.tick())
+	assert.Equal(t, started, decisionStarts(h.sink.AllMetrics()...))
+}
+
+// decisionStarts are the distinct start times of the decision sums in mds.
+func decisionStarts(mds ...pmetric.Metrics) []pcommon.Timestamp {
+	var out []pcommon.Timestamp
+	for _, md := range mds {
+		for _, rm := range md.ResourceMetrics().All() {
+			for _, sm := range rm.ScopeMetrics().All() {
+				for _, m := range sm.Metrics().All() {
+					if m.Type() != pmetric.MetricTypeSum {
+						continue
+					}
+					for _, dp := range m.Sum().DataPoints().All() {
+						if !slices.Contains(out, dp.StartTimestamp()) {
+							out = append(out, dp.StartTimestamp())
+						}
+					}
+				}
+			}
+		}
+	}
+	return out
 }
 
 func TestEmitsOnInterval(t *testing.T) {
@@ -312,4 +348,19 @@ func TestEmitsOnInterval(t *testing.T) {
 	require.Eventually(t, func() bool { return len(sink.AllMetrics()) >= 2 }, 5*time.Second, 5*time.Millisecond)
 	require.NoError(t, c.Shutdown(context.Background()))
 	assert.Equal(t, outcomes("", "policy.name=p,policy.source=kyverno", 0, 1, 0, 0, 0), series(t, sink.AllMetrics()[0]))
+}
+
+func TestDecisionSumsStartAgainWhenRelabelled(t *testing.T) {
+	dir := t.TempDir()
+	h, stop := startStored(t, storedConfig(), dir)
+	h.consume(decision("eu", "K8sRequiredLabels", false, policyresult.ActionDeny))
+	stop()
+
+	cfg := storedConfig()
+	cfg.Decisions.Labels = []string{policyresult.AttrPolicy}
+	h, stop = startStored(t, cfg, dir)
+	defer stop()
+	assert.Empty(t, h.tick(), "the sums of the other labels are gone")
+	h.consume(decision("eu", "K8sRequiredLabels", false, policyresult.ActionDeny))
+	assert.Equal(t, []string{" policy.decisions{policy.name=K8sRequiredLabels} 1"}, h.tick())
 }

@@ -261,7 +261,7 @@ func TestHelmValues(t *testing.T) {
 		assert.Equal(t, want, renderedConfig(t, after, "otelcol-policy-config"), "only the set keys change")
 		// The config's checksum rolls the pods.
 		annotation := func(objs []*unstructured.Unstructured) string {
-			return typed[appsv1.Deployment](t, find(t, objs, "Deployment", saNamespace, "otelcol-policy")).Spec.Template.Annotations["checksum/config"]
+			return typed[appsv1.StatefulSet](t, find(t, objs, "StatefulSet", saNamespace, "otelcol-policy")).Spec.Template.Annotations["checksum/config"]
 		}
 		assert.NotEmpty(t, annotation(before))
 		assert.NotEqual(t, annotation(before), annotation(after))
@@ -316,7 +316,7 @@ func TestHelmValues(t *testing.T) {
 			assert.Equal(t, []map[string]any{{"port": "metrics", "path": "/metrics", "interval": "30s"}}, pm.Spec.PodMetricsEndpoints)
 			var tmpl corev1.PodTemplateSpec
 			for _, o := range objs {
-				if o.GetKind() == "Deployment" || o.GetKind() == "DaemonSet" {
+				if isWorkload(o) {
 					tmpl = typed[struct {
 						Spec struct{ Template corev1.PodTemplateSpec }
 					}](t, o).Spec.Template
@@ -350,7 +350,7 @@ func TestHelmValues(t *testing.T) {
 	})
 
 	t.Run("remote write of the policy metrics", func(t *testing.T) {
-		for _, rel := range []release{reportsDefault, decisions} {
+		for _, rel := range []release{reportsDefault, reportsHA, decisions} {
 			objs := helmTemplate(t, "", release{rel.name, rel.namespace, slices.Concat(rel.args, remoteWrite)})
 			cfg := renderedConfig(t, objs, rel.name+"-config")
 			pipelines := cfg["service"].(map[string]any)["pipelines"].(map[string]any)
@@ -358,7 +358,7 @@ func TestHelmValues(t *testing.T) {
 			assert.Equal(t, map[string]any{"receivers": []any{"policy_metrics"}, "exporters": []any{"prometheus_remote_write"}}, pipelines["metrics"])
 			prw := cfg["exporters"].(map[string]any)["prometheus_remote_write"].(map[string]any)
 			assert.Equal(t, "https://prometheus.example.com/api/v1/write", prw["http"].(map[string]any)["endpoint"])
-			// The connector's state next to the state of what feeds it: the PVC (deployment), the host path.
+			// The connector's state next to the state of what feeds it: the PVC (report watcher), the host path.
 			storage := "file_storage/shared"
 			if rel.name == decisions.name {
 				storage = "file_storage"
@@ -371,14 +371,33 @@ func TestHelmValues(t *testing.T) {
 			} else {
 				assert.NotContains(t, prw, "external_labels")
 			}
-			assert.Equal(t, storage, cfg["connectors"].(map[string]any)["policy_metrics"].(map[string]any)["storage"])
+			connector := cfg["connectors"].(map[string]any)["policy_metrics"].(map[string]any)
+			assert.Equal(t, storage, connector["storage"])
+			// With leader election only the leader writes: one writer per series.
+			if slices.Equal(rel.args, reportsHA.args) {
+				assert.Equal(t, "k8s_leader_elector", connector["k8s_leader_elector"])
+			} else {
+				assert.NotContains(t, connector, "k8s_leader_elector")
+			}
 		}
-		assert.NotContains(t, renderedConfig(t, helmTemplate(t, "", reportsDefault), "otelcol-policy-config"), "connectors", "off by default")
+		assert.NotContains(t, renderedConfig(t, helmTemplate(t, "", decisions), "otelcol-policy-node-config"), "connectors",
+			"the decision receiver has no policy_metrics without remote write")
+		// The report watcher has it always, its metrics to the OTLP endpoint.
+		pipelines := renderedConfig(t, helmTemplate(t, "", reportsDefault), "otelcol-policy-config")["service"].(map[string]any)["pipelines"].(map[string]any)
+		assert.Equal(t, map[string]any{"receivers": []any{"policy_metrics"}, "exporters": []any{"otlp_http"}}, pipelines["metrics"])
 	})
 
-	t.Run("remote write with leader election is refused", func(t *testing.T) {
-		out := helmTemplateFails(t, slices.Concat([]string{"-f", filepath.Join(chartDir(t), "values-ha.yaml")}, remoteWrite)...)
-		assert.Contains(t, out, "prometheusRemoteWrite.endpoint cannot be set with leaderElection.enabled=true")
+	t.Run("statefulset: a queue claim per replica", func(t *testing.T) {
+		objs := helmTemplate(t, "", release{reportsHA.name, reportsHA.namespace, slices.Concat(reportsHA.args, []string{"--set",
+			"queue.persistence.size=5Gi,queue.persistence.storageClassName=fast-ssd"})})
+		sts := typed[appsv1.StatefulSet](t, find(t, objs, "StatefulSet", saNamespace, "otelcol-policy"))
+		require.Len(t, sts.Spec.VolumeClaimTemplates, 1)
+		queue := sts.Spec.VolumeClaimTemplates[0]
+		assert.Equal(t, "fast-ssd", *queue.Spec.StorageClassName)
+		assert.Equal(t, "5Gi", queue.Spec.Resources.Requests.Storage().String())
+		// A claim template cannot change: its labels do not carry the chart's or the app's version.
+		assert.Equal(t, sts.Spec.Selector.MatchLabels, queue.Labels)
+		assert.False(t, slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool { return o.GetKind() == "Deployment" }))
 	})
 
 	t.Run("rules and dashboards of the chart's files", func(t *testing.T) {
@@ -472,12 +491,7 @@ func chartWithTestFiles(t *testing.T) string {
 // otelcol-policy-node: privileged, warn and audit restricted); the pods the workloads would create are admitted;
 // the HA release's RBAC, applied for real, passes the kustomize RBAC test by impersonation.
 func TestHelmOnAPIServer(t *testing.T) {
-	if testing.Short() {
-		t.Skip("starts etcd and kube-apiserver")
-	}
-	cluster, stop, err := k8stest.Start(t.TempDir())
-	require.NoError(t, err)
-	t.Cleanup(stop)
+	cluster := k8stest.StartForTest(t)
 	crds, err := filepath.Glob(filepath.Join(collectortest.RepoRoot(t), "receiver", "k8sreportsreceiver", "testdata", "crds", "*.yaml"))
 	require.NoError(t, err)
 	// The Prometheus Operator's PrometheusRule and PodMonitor, minimal (testdata/helm/*-crd.yaml).
@@ -512,6 +526,7 @@ func TestHelmOnAPIServer(t *testing.T) {
 		"rules, dashboards and k8s events":                        {"", release{reportsHA.name, reportsHA.namespace, append(slices.Clone(reportsHA.args), withFiles...)}},
 		"rules and dashboards from files":                         {chartWithTestFiles(t), release{reportsHA.name, reportsHA.namespace, append(slices.Clone(reportsHA.args), withFiles...)}},
 		"PodMonitor and remote write":                             {"", monitoredDefault},
+		"HA with PodMonitor and remote write":                     {"", monitored(reportsHA)},
 		"daemonset with PodMonitor, metricsFrom and remote write": {"", monitoredDecisions},
 	} {
 		t.Run(name, func(t *testing.T) {
@@ -519,7 +534,10 @@ func TestHelmOnAPIServer(t *testing.T) {
 			e.dryRunApply(t, objs)
 			n := 0
 			for _, o := range objs {
-				if o.GetKind() == "Deployment" || o.GetKind() == "DaemonSet" {
+				if isWorkload(o) {
+					for _, claim := range claimsOf(t, o) {
+						require.NoError(t, e.dryRunCreate(t, claim), "the claim %s of %s", claim.GetName(), objID(o))
+					}
 					require.NoError(t, e.dryRunCreate(t, podOf(t, o, c.rel.namespace)), "the pod of %s: Pod Security admits it", objID(o))
 					n++
 				}
@@ -539,13 +557,14 @@ func TestHelmOnAPIServer(t *testing.T) {
 }
 
 // TestHelmConfigsValidate: the configs the chart renders (report watcher without and with HA, decision
-// receiver, both with the metrics remote-written) pass `otelcol-policy validate` with the pods' environment,
+// receiver, each with the metrics remote-written) pass `otelcol-policy validate` with the pods' environment,
 // write only to mounted volumes and serve the self-metrics on the metrics port.
 func TestHelmConfigsValidate(t *testing.T) {
 	for name, rels := range map[string][]release{
-		"default":      {reportsDefault, decisions},
-		"HA":           {reportsHA, decisions},
-		"remote write": {monitored(reportsDefault), monitored(decisions)},
+		"default":              {reportsDefault, decisions},
+		"HA":                   {reportsHA, decisions},
+		"remote write":         {monitored(reportsDefault), monitored(decisions)},
+		"HA with remote write": {monitored(reportsHA), monitored(decisions)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			validateWorkloadConfigs(t, append(helmTemplate(t, "", rels[0]), helmTemplate(t, "", rels[1])...))

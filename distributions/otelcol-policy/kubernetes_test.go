@@ -275,7 +275,7 @@ func TestKubernetesManifestsBuild(t *testing.T) {
 		"Role otelcol-policy/otelcol-policy-leader-election", "RoleBinding otelcol-policy/otelcol-policy-leader-election",
 		"Role otelcol-policy/otelcol-policy-events", "RoleBinding otelcol-policy/otelcol-policy-events",
 		"ConfigMap otelcol-policy/otelcol-policy-settings", "ConfigMap otelcol-policy/otelcol-policy-config",
-		"PersistentVolumeClaim otelcol-policy/otelcol-policy-state", "Deployment otelcol-policy/otelcol-policy",
+		"PersistentVolumeClaim otelcol-policy/otelcol-policy-state", "StatefulSet otelcol-policy/otelcol-policy",
 		"Namespace /otelcol-policy-node", "ServiceAccount otelcol-policy-node/otelcol-policy-node",
 		"ConfigMap otelcol-policy-node/otelcol-policy-settings", "ConfigMap otelcol-policy-node/otelcol-policy-node-config",
 		"DaemonSet otelcol-policy-node/otelcol-policy-node", "Service otelcol-policy-node/otelcol-policy-decisions",
@@ -318,7 +318,7 @@ func TestKubernetesManifestsBuild(t *testing.T) {
 		{"apiGroups": {"coordination.k8s.io"}, "resources": {"leases"}, "resourceNames": {leaseName}, "verbs": {"get", "update"}},
 	}, leRole.Rules)
 
-	// Every image of ours is the one the root kustomization sets; the Deployment runs 2 replicas.
+	// Every image of ours is the one the root kustomization sets; the StatefulSet runs 2 replicas.
 	for _, o := range objs {
 		for _, c := range containers(o) {
 			if name, tag, _ := splitImage(c["image"].(string)); name == imageName {
@@ -326,10 +326,16 @@ func TestKubernetesManifestsBuild(t *testing.T) {
 			}
 		}
 	}
-	dep := typed[struct{ Spec struct{ Replicas int } }](t, find(t, objs, "Deployment", saNamespace, "otelcol-policy"))
-	assert.Equal(t, 2, dep.Spec.Replicas)
+	sts := typed[appsv1.StatefulSet](t, find(t, objs, "StatefulSet", saNamespace, "otelcol-policy"))
+	assert.Equal(t, int32(2), *sts.Spec.Replicas)
 	pvc := typed[corev1.PersistentVolumeClaim](t, find(t, objs, "PersistentVolumeClaim", saNamespace, "otelcol-policy-state"))
-	assert.Equal(t, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}, pvc.Spec.AccessModes)
+	assert.Equal(t, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteMany}, pvc.Spec.AccessModes, "the state, shared")
+	// The queue: a claim per replica, mounted where file_storage/queue writes.
+	require.Len(t, sts.Spec.VolumeClaimTemplates, 1)
+	queue := sts.Spec.VolumeClaimTemplates[0]
+	assert.Equal(t, "queue", queue.Name)
+	assert.Equal(t, []corev1.PersistentVolumeAccessMode{corev1.ReadWriteOnce}, queue.Spec.AccessModes, "the queue, one pod's")
+	assert.Contains(t, sts.Spec.Template.Spec.Containers[0].VolumeMounts, corev1.VolumeMount{Name: "queue", MountPath: "/var/lib/otelcol-policy/queue"})
 	svc := typed[corev1.Service](t, find(t, objs, "Service", nodeNS, "otelcol-policy-decisions"))
 	require.NotNil(t, svc.Spec.InternalTrafficPolicy)
 	assert.Equal(t, corev1.ServiceInternalTrafficPolicyLocal, *svc.Spec.InternalTrafficPolicy)
@@ -500,12 +506,7 @@ func (e *kubeEnv) apply(t *testing.T, o *unstructured.Unstructured, dryRun bool)
 
 func startKubeEnv(t *testing.T) *kubeEnv {
 	t.Helper()
-	if testing.Short() {
-		t.Skip("starts etcd and kube-apiserver")
-	}
-	cluster, stop, err := k8stest.Start(t.TempDir())
-	require.NoError(t, err)
-	t.Cleanup(stop)
+	cluster := k8stest.StartForTest(t)
 	crds, err := filepath.Glob(filepath.Join(collectortest.RepoRoot(t), "receiver", "k8sreportsreceiver", "testdata", "crds", "*.yaml"))
 	require.NoError(t, err)
 	require.NotEmpty(t, crds)
@@ -555,7 +556,8 @@ func (e *kubeEnv) dryRunApply(t *testing.T, objs []*unstructured.Unstructured) {
 	}
 }
 
-// podOf is a Pod made of a workload's pod template, as its controller would create it.
+// podOf is a Pod made of a workload's pod template, as its controller would create it: a StatefulSet's first
+// replica mounts the claims of its volumeClaimTemplates (claimsOf).
 func podOf(t *testing.T, w *unstructured.Unstructured, namespace string) *unstructured.Unstructured {
 	t.Helper()
 	tmpl, ok, err := unstructured.NestedMap(w.Object, "spec", "template")
@@ -565,8 +567,36 @@ func podOf(t *testing.T, w *unstructured.Unstructured, namespace string) *unstru
 		"apiVersion": "v1", "kind": "Pod", "metadata": tmpl["metadata"], "spec": tmpl["spec"],
 	}}
 	pod.SetName(w.GetName() + "-pod")
+	if w.GetKind() == "StatefulSet" {
+		pod.SetName(w.GetName() + "-0")
+		spec := pod.Object["spec"].(map[string]any)
+		volumes, _ := spec["volumes"].([]any)
+		for _, c := range claimsOf(t, w)[:1] {
+			name := strings.TrimSuffix(c.GetName(), "-"+w.GetName()+"-0")
+			volumes = append(volumes, map[string]any{"name": name, "persistentVolumeClaim": map[string]any{"claimName": c.GetName()}})
+		}
+		spec["volumes"] = volumes
+	}
 	pod.SetNamespace(namespace)
 	return pod
+}
+
+// claimsOf are the PersistentVolumeClaims a StatefulSet's controller creates from its volumeClaimTemplates for
+// its first replica, <template>-<statefulset>-0, in its namespace.
+func claimsOf(t *testing.T, sts *unstructured.Unstructured) []*unstructured.Unstructured {
+	t.Helper()
+	templates, _, err := unstructured.NestedSlice(sts.Object, "spec", "volumeClaimTemplates")
+	require.NoError(t, err)
+	var out []*unstructured.Unstructured
+	for _, tmpl := range templates {
+		c := &unstructured.Unstructured{Object: runtime.DeepCopyJSON(tmpl.(map[string]any))}
+		c.SetAPIVersion("v1")
+		c.SetKind("PersistentVolumeClaim")
+		c.SetName(c.GetName() + "-" + sts.GetName() + "-0")
+		c.SetNamespace(sts.GetNamespace())
+		out = append(out, c)
+	}
+	return out
 }
 
 func (e *kubeEnv) dryRunCreate(t *testing.T, o *unstructured.Unstructured) error {
@@ -584,12 +614,15 @@ func TestKubernetesManifestsOnAPIServer(t *testing.T) {
 	t.Logf("API server up, CRDs installed, every object dry-run applied in %s", time.Since(start).Round(time.Millisecond))
 
 	t.Run("PodSecurity", func(t *testing.T) {
-		dep := find(t, e.objs, "Deployment", saNamespace, "otelcol-policy")
+		dep := find(t, e.objs, "StatefulSet", saNamespace, "otelcol-policy")
 		ds := find(t, e.objs, "DaemonSet", nodeNS, "otelcol-policy-node")
 
 		// Enforce mode applies to Pods (workloads only get warnings), so the pods their controllers would create
-		// are dry-run created.
-		require.NoError(t, e.dryRunCreate(t, podOf(t, dep, saNamespace)), "the Deployment's pod in the restricted namespace")
+		// are dry-run created, with the StatefulSet's claims.
+		for _, c := range claimsOf(t, dep) {
+			require.NoError(t, e.dryRunCreate(t, c), "the StatefulSet's claim %s", c.GetName())
+		}
+		require.NoError(t, e.dryRunCreate(t, podOf(t, dep, saNamespace)), "the StatefulSet's pod in the restricted namespace")
 		require.NoError(t, e.dryRunCreate(t, podOf(t, ds, nodeNS)), "the DaemonSet's pod in its privileged namespace")
 
 		// Controls: enforcement is on and would catch a regression.
@@ -797,6 +830,11 @@ func testRBAC(t *testing.T, e *kubeEnv) {
 }
 
 // workloadConfig is a collector config of a ConfigMap with the environment of the workload that mounts it.
+// isWorkload says whether o runs the collector's pods.
+func isWorkload(o *unstructured.Unstructured) bool {
+	return slices.Contains([]string{"Deployment", "StatefulSet", "DaemonSet"}, o.GetKind())
+}
+
 type workloadConfig struct {
 	workload *unstructured.Unstructured
 	config   string
@@ -816,7 +854,7 @@ func workloadConfigs(t *testing.T, objs []*unstructured.Unstructured) []workload
 	var out []workloadConfig
 	used := map[string]bool{}
 	for _, o := range objs {
-		if o.GetKind() != "Deployment" && o.GetKind() != "DaemonSet" {
+		if !isWorkload(o) {
 			continue
 		}
 		spec := typed[struct {
@@ -1151,16 +1189,63 @@ func TestDockerfile(t *testing.T) {
 	assert.Equal(t, 2, n, "the Deployment and the DaemonSet run the image")
 }
 
-// sinkResults is what the sink received: "policy.name policy.result policy.result.state" a record.
+// sinkResults is what the sink received of results: "policy.name policy.result policy.result.state" a record.
 func sinkResults(sink *collectortest.OTLPSink) []string {
 	var out []string
 	sink.Each(func(_ pcommon.Resource, lr plog.LogRecord) {
+		if policyresult.EventName(lr) != policyresult.EventResult {
+			return
+		}
 		get := func(k string) string {
 			v, _ := lr.Attributes().Get(k)
 			return v.AsString()
 		}
 		out = append(out, get(policyresult.AttrPolicy)+" "+get(policyresult.AttrResult)+" "+get(policyresult.AttrResultState))
 	})
+	return out
+}
+
+// sinkSummaries is what the sink received of summaries: "policy.name counts change" a record.
+func sinkSummaries(t *testing.T, sink *collectortest.OTLPSink) []string {
+	var out []string
+	sink.Each(func(_ pcommon.Resource, lr plog.LogRecord) {
+		if policyresult.EventName(lr) != policyresult.EventSummary {
+			return
+		}
+		s, err := policyresult.ReadSummaryLogRecord(lr)
+		require.NoError(t, err)
+		policy := ""
+		for _, a := range s.Attributes {
+			if a.Name == policyresult.AttrPolicy {
+				policy = a.Value
+			}
+		}
+		out = append(out, fmt.Sprintf("%s %+v %+v", policy, s.Counts, s.Change))
+	})
+	return out
+}
+
+// sinkGauges is every emission of the policy.results gauges the sink received: "pass=… fail=…" for one label
+// set, in arrival order.
+func sinkGauges(sink *collectortest.OTLPSink) []string {
+	var out []string
+	for _, md := range sink.Metrics() {
+		for _, rm := range md.ResourceMetrics().All() {
+			for _, sm := range rm.ScopeMetrics().All() {
+				for _, m := range sm.Metrics().All() {
+					if m.Name() != policyresult.MetricResults {
+						continue
+					}
+					byOutcome := map[string]int64{}
+					for _, dp := range m.Gauge().DataPoints().All() {
+						o, _ := dp.Attributes().Get(policyresult.AttrResult)
+						byOutcome[o.Str()] = dp.IntValue()
+					}
+					out = append(out, fmt.Sprintf("pass=%d fail=%d", byOutcome["pass"], byOutcome["fail"]))
+				}
+			}
+		}
+	}
 	return out
 }
 
@@ -1176,17 +1261,18 @@ func waitSinkResults(t *testing.T, sink *collectortest.OTLPSink, n int) []string
 	return sinkResults(sink)
 }
 
-// TestKubernetesDeploymentReplicasHandOver runs the Deployment's collector config twice, as two replicas would:
+// TestKubernetesDeploymentReplicasHandOver runs the StatefulSet's collector config twice, as two replicas would:
 // the real binary, as the ServiceAccount (a kubeconfig impersonating it, so the manifests' RBAC is what
 // authorizes it), with the shared state directory of the ReadWriteMany volume and a queue directory each. One
-// replica leads and ships the reports; when it stops, the other takes over from the shared state without
-// re-sending, and ships what changes next.
+// replica leads and ships the reports, their summaries and gauges; when it stops, the other takes over from the
+// shared state without re-sending, and ships what changes next, with summaries and gauges that count what the
+// first one counted: nothing zeroed, nothing doubled.
 func TestKubernetesDeploymentReplicasHandOver(t *testing.T) {
 	e := startKubeEnv(t)
 	ctx := ctxFor(t)
 	var config string
 	for _, wc := range workloadConfigs(t, e.objs) {
-		if wc.workload.GetKind() == "Deployment" {
+		if wc.workload.GetKind() == "StatefulSet" {
 			config = wc.config
 		}
 	}
@@ -1243,9 +1329,14 @@ current-context: test
   k8s_leader_elector: {auth_type: kubeConfig, lease_duration: 6s, renew_deadline: 4s, retry_period: 1s}
   k8s_events: {auth_type: kubeConfig}
   file_storage/shared: {directory: %s}
-  file_storage/local: {directory: %s}
+  file_storage/queue: {directory: %s}
 receivers:
   k8s_reports: {auth_type: kubeConfig}
+# Intervals of a second rather than 30: the test waits for the emissions.
+processors:
+  policy_aggregate: {interval: 1s}
+connectors:
+  policy_metrics: {interval: 1s}
 service:
   telemetry:
 %s`, health, shared, filepath.Join(dir, "queue"), collectortest.MetricsTelemetry(metrics)), 0o600))
@@ -1279,10 +1370,26 @@ service:
 	// once it arrived and the exporter holds nothing more, a result re-sent would have arrived too.
 	e.cluster.Apply(t, prGVR, report("pass"))
 	waitSinkResults(t, sink, 2)
-	waitDrained(t, follower.metrics, "otlp_http", 1)
+	collectortest.Eventually(t, 30*time.Second, func() error {
+		if n := len(sinkSummaries(t, sink)); n < 2 {
+			return fmt.Errorf("%d summaries", n)
+		}
+		if g := sinkGauges(sink); len(g) == 0 || g[len(g)-1] != "pass=1 fail=0" {
+			return fmt.Errorf("gauges %v", g)
+		}
+		return nil
+	})
+	waitDrained(t, follower.metrics, "otlp_http", 2)
+	follower.c.Stop()
 	assert.Equal(t, []string{"require-labels fail new", "require-labels pass changed"}, sinkResults(sink),
 		"the new leader continues from the shared state: nothing re-sent, and it ships what changes next")
-	follower.c.Stop()
+	assert.Equal(t, []string{
+		"require-labels {Pass:0 Fail:1 Warn:0 Error:0 Skip:0 Total:1} {Pass:0 Fail:1 Warn:0 Error:0 Skip:0 Total:1}",
+		"require-labels {Pass:1 Fail:0 Warn:0 Error:0 Skip:0 Total:1} {Pass:1 Fail:-1 Warn:0 Error:0 Skip:0 Total:0}",
+	}, sinkSummaries(t, sink), "one summary per change; the new leader's continues from the old leader's counts")
+	for _, g := range sinkGauges(sink) {
+		assert.Contains(t, []string{"pass=0 fail=1", "pass=1 fail=0"}, g, "every emission of the gauges counts the one result once")
+	}
 }
 
 // TestKubernetesReportsConfigWatchesEveryKind: the shipped report watcher reads every findings kind the

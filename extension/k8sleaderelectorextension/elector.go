@@ -7,7 +7,9 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
+	"fmt"
 	"os"
+	"slices"
 	"sync"
 	"time"
 
@@ -22,9 +24,27 @@ import (
 
 // LeaderElection is what components use: register callbacks run when this replica starts leading (with a
 // context cancelled when it stops) and when it stops leading. Callbacks registered while leading start at once.
+//
+// The callbacks run one at a time: the start callbacks in the order of registration, the stop callbacks in the
+// reverse order, once every start callback of the leadership returned. The collector starts its components
+// downstream first (exporters, then processors, then receivers), so a receiver starts to lead only after the
+// components it feeds lead, and stops before them: no record reaches a component that does not lead.
 type LeaderElection interface {
 	extension.Extension
 	SetCallBackFuncs(onStartLeading func(context.Context), onStopLeading func())
+}
+
+// Find returns the leader elector id of host, for a component's Start.
+func Find(host component.Host, id component.ID) (LeaderElection, error) {
+	ext, ok := host.GetExtensions()[id]
+	if !ok {
+		return nil, fmt.Errorf("k8s_leader_elector extension %s is not configured", id)
+	}
+	le, ok := ext.(LeaderElection)
+	if !ok {
+		return nil, fmt.Errorf("extension %s is not a k8s_leader_elector", id)
+	}
+	return le, nil
 }
 
 type callbacks struct {
@@ -40,6 +60,8 @@ type elector struct {
 	mu        sync.Mutex
 	callbacks []callbacks
 	leading   context.Context // non-nil while leading
+	// started is closed once every start callback queued so far returned.
+	started chan struct{}
 
 	cancel context.CancelFunc
 	done   chan struct{}
@@ -59,8 +81,25 @@ func (e *elector) SetCallBackFuncs(onStart func(context.Context), onStop func())
 	defer e.mu.Unlock()
 	e.callbacks = append(e.callbacks, callbacks{start: onStart, stop: onStop})
 	if e.leading != nil {
-		go onStart(e.leading)
+		e.queueStarts(e.leading, []callbacks{{start: onStart}})
 	}
+}
+
+// queueStarts runs the start callbacks cbs after those queued before, in the background, and returns when they
+// will have returned; the caller holds mu.
+func (e *elector) queueStarts(ctx context.Context, cbs []callbacks) <-chan struct{} {
+	prev, done := e.started, make(chan struct{})
+	e.started = done
+	go func() {
+		defer close(done)
+		if prev != nil {
+			<-prev
+		}
+		for _, cb := range cbs {
+			cb.start(ctx)
+		}
+	}()
+	return done
 }
 
 // Start begins competing for the lease in the background; an API server that cannot be reached is a
@@ -123,27 +162,34 @@ func (e *elector) newLeaderElector() (*leaderelection.LeaderElector, error) {
 func (e *elector) startedLeading(ctx context.Context) {
 	e.logger.Info("Started leading", zap.String("lease", e.cfg.LeaseNamespace+"/"+e.cfg.LeaseName), zap.String("identity", e.identity))
 	e.mu.Lock()
-	e.leading = ctx
-	cbs := append([]callbacks(nil), e.callbacks...)
-	e.mu.Unlock()
-	for _, cb := range cbs {
-		cb.start(ctx)
+	// client-go runs this in a goroutine of its own, which may come after the leadership already ended (it
+	// cancels ctx before it calls stoppedLeading): starting then would never be followed by a stop.
+	if ctx.Err() != nil {
+		e.mu.Unlock()
+		return
 	}
+	e.leading = ctx
+	done := e.queueStarts(ctx, append([]callbacks(nil), e.callbacks...))
+	e.mu.Unlock()
+	<-done
 }
 
 // stoppedLeading runs the stop callbacks before returning, so that the next Run, and so a new leader, can only
-// begin after this replica stopped its work.
+// begin after this replica stopped its work. A start callback still running is waited for: it returns once the
+// leadership's context ended, which client-go cancels before it calls here.
 func (e *elector) stoppedLeading() {
 	e.mu.Lock()
 	wasLeading := e.leading != nil
 	e.leading = nil
+	started := e.started
 	cbs := append([]callbacks(nil), e.callbacks...)
 	e.mu.Unlock()
 	if !wasLeading {
 		return
 	}
 	e.logger.Info("Stopped leading", zap.String("lease", e.cfg.LeaseNamespace+"/"+e.cfg.LeaseName), zap.String("identity", e.identity))
-	for _, cb := range cbs {
+	<-started
+	for _, cb := range slices.Backward(cbs) {
 		cb.stop()
 	}
 }

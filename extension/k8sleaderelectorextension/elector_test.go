@@ -34,6 +34,15 @@ func testElector(t *testing.T) *elector {
 	return newElector(cfg, extensiontest.NewNopSettings(metadata.Type))
 }
 
+// leaseServer is an API server serving Leases, which $KUBECONFIG names for the electors of the test.
+func leaseServer(t *testing.T) *k8sfake.Server {
+	t.Helper()
+	srv := k8sfake.Start(t)
+	srv.Serve(leasesGVR, "Lease", true)
+	t.Setenv("KUBECONFIG", srv.Kubeconfig(t))
+	return srv
+}
+
 // leadership records a replica's callbacks as they happen.
 type leadership struct {
 	name   string
@@ -56,9 +65,7 @@ func next(t *testing.T, events chan string) string {
 }
 
 func TestOneLeaderAtATimeAndHandoverOnShutdown(t *testing.T) {
-	srv := k8sfake.Start(t)
-	srv.Serve(leasesGVR, "Lease", true)
-	t.Setenv("KUBECONFIG", srv.Kubeconfig(t))
+	srv := leaseServer(t)
 	events := make(chan string, 10)
 	a, b := testElector(t), testElector(t)
 	leadership{"a", events}.register(a)
@@ -102,9 +109,7 @@ func TestOneLeaderAtATimeAndHandoverOnShutdown(t *testing.T) {
 }
 
 func TestLosingTheLeaseStopsTheWork(t *testing.T) {
-	srv := k8sfake.Start(t)
-	srv.Serve(leasesGVR, "Lease", true)
-	t.Setenv("KUBECONFIG", srv.Kubeconfig(t))
+	srv := leaseServer(t)
 	events := make(chan string, 10)
 	a := testElector(t)
 	leadership{"a", events}.register(a)
@@ -132,4 +137,33 @@ func TestNoClusterIsARecoverableStatus(t *testing.T) {
 	}, 30*time.Second, 10*time.Millisecond)
 	assert.Contains(t, host.Last().Err().Error(), "kubernetes client configuration")
 	require.NoError(t, a.Shutdown(context.Background()))
+}
+
+// The callbacks run one at a time, starts in the order of registration and stops in reverse, after the starts:
+// the collector registers downstream components first, so what a receiver emits always finds them leading.
+func TestCallbacksRunInOrderStopsInReverse(t *testing.T) {
+	leaseServer(t)
+	events := make(chan string, 10)
+	a := testElector(t)
+	for _, name := range []string{"exporter", "processor", "receiver"} {
+		leadership{name, events}.register(a)
+	}
+	require.NoError(t, a.Start(context.Background(), statustest.NewHost(nil)))
+	for _, want := range []string{"exporter leads", "processor leads", "receiver leads"} {
+		assert.Equal(t, want, next(t, events))
+	}
+
+	// Components registering while leading start after one another too: the second waits for the first, which
+	// here waits for the test.
+	release := make(chan struct{})
+	a.SetCallBackFuncs(func(context.Context) { <-release; events <- "late processor leads" }, func() { events <- "late processor stops" })
+	leadership{"late receiver", events}.register(a)
+	close(release)
+	assert.Equal(t, "late processor leads", next(t, events))
+	assert.Equal(t, "late receiver leads", next(t, events))
+
+	require.NoError(t, a.Shutdown(context.Background()))
+	for _, want := range []string{"late receiver stops", "late processor stops", "receiver stops", "processor stops", "exporter stops"} {
+		assert.Equal(t, want, next(t, events))
+	}
 }

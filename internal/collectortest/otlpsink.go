@@ -14,15 +14,18 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/plog/plogotlp"
+	"go.opentelemetry.io/collector/pdata/pmetric"
+	"go.opentelemetry.io/collector/pdata/pmetric/pmetricotlp"
 )
 
-// OTLPSink is an OTLP/HTTP logs endpoint (protobuf, optionally gzip) that keeps what it receives: the backend of
-// tests whose collector exports with otlp_http.
+// OTLPSink is an OTLP/HTTP logs and metrics endpoint (protobuf, optionally gzip) that keeps what it receives:
+// the backend of tests whose collector exports with otlp_http.
 type OTLPSink struct {
 	URL string // the endpoint for otlp_http, without /v1/logs
 
-	mu   sync.Mutex
-	logs []plog.Logs
+	mu      sync.Mutex
+	logs    []plog.Logs
+	metrics []pmetric.Metrics
 }
 
 // StartOTLPSink serves a sink on loopback until the test ends.
@@ -45,20 +48,37 @@ func (s *OTLPSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		in = gz
 	}
 	body, err := io.ReadAll(in)
-	req := plogotlp.NewExportRequest()
-	if err == nil {
-		err = req.UnmarshalProto(body)
-	}
 	if err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
 		return
 	}
+	var req interface{ UnmarshalProto([]byte) error }
+	var resp interface{ MarshalProto() ([]byte, error) }
+	var keep func()
+	if r.URL.Path == "/v1/metrics" {
+		m := pmetricotlp.NewExportRequest()
+		req, resp, keep = m, pmetricotlp.NewExportResponse(), func() { s.metrics = append(s.metrics, m.Metrics()) }
+	} else {
+		l := plogotlp.NewExportRequest()
+		req, resp, keep = l, plogotlp.NewExportResponse(), func() { s.logs = append(s.logs, l.Logs()) }
+	}
+	if err := req.UnmarshalProto(body); err != nil {
+		http.Error(w, err.Error(), http.StatusBadRequest)
+		return
+	}
 	s.mu.Lock()
-	s.logs = append(s.logs, req.Logs())
+	keep()
 	s.mu.Unlock()
-	out, _ := plogotlp.NewExportResponse().MarshalProto()
+	out, _ := resp.MarshalProto()
 	w.Header().Set("Content-Type", "application/x-protobuf")
 	_, _ = w.Write(out)
+}
+
+// Metrics are the metrics received so far, in arrival order.
+func (s *OTLPSink) Metrics() []pmetric.Metrics {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]pmetric.Metrics(nil), s.metrics...)
 }
 
 // Each calls f for every log record received so far, in arrival order.

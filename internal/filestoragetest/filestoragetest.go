@@ -15,6 +15,8 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/extension"
 	"go.opentelemetry.io/collector/extension/extensiontest"
+
+	"github.com/otelcol-policy/otelcol-policy/internal/statustest"
 )
 
 // ID is the extension's ID in Host.
@@ -30,6 +32,18 @@ func Start(t testing.TB, dir string) extension.Extension {
 	require.NoError(t, err)
 	require.NoError(t, ext.Start(context.Background(), componenttest.NewNopHost()))
 	return ext
+}
+
+// NewReplicaHost starts a file_storage extension on dir, shut down when the test ends, and returns a host with
+// it under ID and the extensions ext: one replica of several that share dir, each a process of its own that
+// locks the file of a component while it has it open.
+func NewReplicaHost(t testing.TB, dir string, ext map[component.ID]component.Component) *statustest.Host {
+	t.Helper()
+	storage := Start(t, dir)
+	t.Cleanup(func() { require.NoError(t, storage.Shutdown(context.Background())) })
+	h := statustest.NewHost(ext)
+	h.Extensions[ID] = storage
+	return h
 }
 
 // Host is a host whose only extension is ext, under ID.

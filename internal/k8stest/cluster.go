@@ -144,6 +144,20 @@ func Start(dir string) (*Cluster, func(), error) {
 	return c, stop, nil
 }
 
+// StartForTest starts a control plane for one test, stopped when it ends; under -short the test is skipped.
+func StartForTest(t testing.TB) *Cluster {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("starts etcd and kube-apiserver")
+	}
+	c, stop, err := Start(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(stop)
+	return c
+}
+
 // Ready is a readiness check of the API server: /readyz answered 200 OK to the admin.
 func (c *Cluster) Ready() error { return ReadyURL(c.URL, AdminToken) }
 

@@ -4,6 +4,7 @@
 package resultstate // import "github.com/otelcol-policy/otelcol-policy/internal/resultstate"
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -11,6 +12,7 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/component"
+	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
@@ -18,6 +20,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
+	"github.com/otelcol-policy/otelcol-policy/extension/k8sleaderelectorextension"
 	"github.com/otelcol-policy/otelcol-policy/internal/storageclient"
 )
 
@@ -35,12 +38,48 @@ type Settings struct {
 	GroupByKey string
 	// InvalidRecord is the warning logged for the first record of a batch the state cannot count.
 	InvalidRecord string
-	Telemetry     Telemetry
+	// K8sLeaderElector names a k8s_leader_elector: the Runner then counts and emits only while this replica
+	// leads, with the state it loads from Storage when it starts leading and writes back before it stops.
+	K8sLeaderElector *component.ID
+	// Extra, if not nil, is state the component keeps beside the tally, stored and handed over with it.
+	Extra     Extra
+	Telemetry Telemetry
 }
+
+// Extra is state a component keeps beside the tally (policy_metrics' decision sums) in one storage entry. The
+// Runner loads it with the tally, writes it with every emission when it changed, and empties it when this
+// replica stops leading; it calls it only with the state locked. Writing it with the emissions rather than
+// with every batch keeps batches that change only it free of storage writes; a crash then loses what changed
+// since the last emission, but what was emitted was written in the same step, so what it counts never goes
+// below what was emitted.
+type Extra interface {
+	// Name names its storage entry among the component's.
+	Name() string
+	// Reset empties it.
+	Reset()
+	// Load reads the stored entry into the empty state; an error wrapping ErrRegrouped discards the entry.
+	Load([]byte) error
+	// Encode returns the entry to store.
+	Encode() ([]byte, error)
+}
+
+// ValidateLeaderElector checks the k8s_leader_elector and storage settings of a component: with a leader elector
+// the state follows the leader through the storage, and without storage a new leader would start from zero and
+// count only what its receivers send it, which after a handover is only what changed.
+func ValidateLeaderElector(elector, storage *component.ID) error {
+	if elector != nil && storage == nil {
+		return errors.New("k8s_leader_elector needs storage: the state passes from one leader to the next through it")
+	}
+	return nil
+}
+
+// ErrNotLeading refuses the records that reach a replica that does not lead: the state is the leader's, and a
+// refused batch is sent again by a receiver that follows the same leader elector, to the next leader.
+var ErrNotLeading = errors.New("this replica does not lead (k8s_leader_elector); the leader counts the records")
 
 // Telemetry are the component's instruments for what the Runner counts.
 type Telemetry struct {
-	// Errors counts by attribute reason: invalid_record, storage, consume.
+	// Errors counts by attribute reason: invalid_record, storage, consume, not_leading.
 	Errors    metric.Int64Counter
 	Evictions metric.Int64Counter
 	Keys      metric.Int64UpDownCounter
@@ -62,21 +101,42 @@ var ErrNothingDue = errors.New("nothing due")
 // batches counted and written before they are acknowledged, an emission every interval followed by a write,
 // one last emission at shutdown, and the self-metrics of the state. The components keep what they emit and
 // what they do with the records.
+//
+// With a leader elector, "start" and "shutdown" are the start and the end of each leadership: the state is
+// loaded from the shared storage when this replica starts leading, and emitted, written and closed when it
+// stops, so the next leader continues from exactly what this one counted and emitted. In between, a replica
+// that does not lead holds no state and refuses records (ErrNotLeading).
 type Runner struct {
 	set  Settings
 	emit EmitFunc
 	// newTicker is replaced by tests to drive the interval.
 	newTicker func(time.Duration) (<-chan time.Time, func())
+	host      component.Host
+
+	// lead serialises starting and stopping to lead. Opening the storage may wait for the previous leader's file
+	// lock, which must not hold up mu.
+	lead sync.Mutex
+	// closed is set at shutdown: a leadership that starts later is ignored.
+	closed bool
+	// ctx ends at shutdown, and with it the retries of a leadership waiting for its storage.
+	ctx    context.Context
+	cancel context.CancelFunc
 
 	// mu serialises batches, emissions and storage writes: a storage write must never overtake an older one of
 	// the same group, and what is marked emitted must be exactly what was sent.
-	mu     sync.Mutex
-	tally  *Tally
-	store  *Store
-	client storage.Client
-	values []string
+	mu sync.Mutex
+	// leading is written under lead and mu; always true between Start and Shutdown without a leader elector.
+	leading bool
+	tally   *Tally
+	store   *Store
+	client  storage.Client
+	values  []string
+	// extraStored is the Extra's entry as last written.
+	extraStored []byte
 	// keys and groups are the values last added to the up-down counters.
 	keys, groups int64
+	// refusedWarned is set once a refusal of this follower's period was logged.
+	refusedWarned bool
 
 	stop chan struct{}
 	done chan struct{}
@@ -93,33 +153,170 @@ func NewRunner(t *Tally, emit EmitFunc, set Settings) *Runner {
 	}
 }
 
-// Start loads the stored state, if storage is configured, and starts the interval.
+// Start loads the stored state, if storage is configured, and starts the interval. With a leader elector it
+// only registers with it: the state is loaded when this replica starts leading.
 func (r *Runner) Start(ctx context.Context, host component.Host) error {
-	if r.set.Storage != nil {
-		client, err := storageclient.Open(ctx, host, *r.set.Storage, r.set.Kind, r.set.ID)
+	r.host = host
+	r.ctx, r.cancel = context.WithCancel(context.Background())
+	if r.set.K8sLeaderElector == nil {
+		if err := r.startLeading(ctx); err != nil {
+			return err
+		}
+	} else {
+		if r.set.Storage != nil {
+			if _, err := storageclient.Find(host, *r.set.Storage); err != nil {
+				return err
+			}
+		}
+		le, err := k8sleaderelectorextension.Find(host, *r.set.K8sLeaderElector)
 		if err != nil {
 			return err
 		}
-		r.client = client
-		r.store = NewStore(client, r.set.ID.Type().String())
-		err = r.store.Load(ctx, r.tally)
-		switch {
-		case errors.Is(err, ErrRegrouped):
-			r.set.Logger.Warn(r.set.GroupByKey+" changed since the state was stored; counting starts from scratch, "+
-				"so clear the storage of the receivers upstream too if they emit only changes", zap.Error(err))
-		case err != nil:
-			_ = client.Close(context.Background())
-			r.client = nil
-			return fmt.Errorf("loading the stored state: %w", err)
-		}
-		r.set.Logger.Info("Loaded the stored state", zap.Int("keys", r.tally.Len()), zap.Int("groups", r.tally.Groups()))
-		r.set.Telemetry.Evictions.Add(ctx, r.tally.Evictions())
-		r.reportSizes(ctx)
+		le.SetCallBackFuncs(r.startedLeading, func() {
+			if err := r.stopLeading(context.Background()); err != nil {
+				r.set.Logger.Warn("Closing the storage after leading", zap.Error(err))
+			}
+		})
 	}
 	tick, stopTicker := r.newTicker(r.set.Interval)
 	r.stop, r.done = make(chan struct{}), make(chan struct{})
 	go r.loop(tick, stopTicker) //nolint:gosec // G118: the loop outlives Start's context; Shutdown stops it
 	return nil
+}
+
+// startedLeading loads the stored state, retrying while this replica leads: the previous leader holds the
+// storage's file lock until it has written what it emitted last. The elector starts the components that this
+// one feeds only once it returns.
+func (r *Runner) startedLeading(leading context.Context) {
+	ctx, cancel := context.WithCancel(leading)
+	defer cancel()
+	defer context.AfterFunc(r.ctx, cancel)()
+	delay := 100 * time.Millisecond
+	for attempt := 1; ; attempt++ {
+		err := r.startLeading(ctx)
+		if err == nil {
+			if attempt > 1 {
+				componentstatus.ReportStatus(r.host, componentstatus.NewEvent(componentstatus.StatusOK))
+			}
+			return
+		}
+		if attempt > 1 {
+			// The first attempt fails routinely during a handover, while the previous leader still writes.
+			r.set.Logger.Warn("Cannot load the stored state to lead; retrying", zap.Error(err))
+			componentstatus.ReportStatus(r.host, componentstatus.NewRecoverableErrorEvent(err))
+		}
+		t := time.NewTimer(delay)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+		delay = min(2*delay, 5*time.Second)
+	}
+}
+
+// startLeading opens the storage and loads the state into an empty tally; nothing when the leadership already
+// ended or the Runner shut down.
+func (r *Runner) startLeading(ctx context.Context) error {
+	r.lead.Lock()
+	defer r.lead.Unlock()
+	if r.closed || r.leading || ctx.Err() != nil {
+		return nil
+	}
+	var client storage.Client
+	if r.set.Storage != nil {
+		var err error
+		if client, err = storageclient.Open(ctx, r.host, *r.set.Storage, r.set.Kind, r.set.ID); err != nil {
+			return err
+		}
+		if ctx.Err() != nil {
+			// The open waited for the previous leader's lock, and this leadership ended meanwhile.
+			return client.Close(context.Background())
+		}
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err := r.load(ctx, client); err != nil {
+		_ = client.Close(context.Background())
+		return err
+	}
+	r.leading, r.refusedWarned = true, false
+	return nil
+}
+
+// load empties the state and reads the stored one from client, if any; the caller holds mu.
+func (r *Runner) load(ctx context.Context, client storage.Client) error {
+	r.tally.Reset()
+	if r.set.Extra != nil {
+		r.set.Extra.Reset()
+	}
+	r.store, r.client, r.extraStored = nil, nil, nil
+	if client == nil {
+		r.reportSizes(ctx)
+		return nil
+	}
+	store := NewStore(client, r.set.ID.Type().String())
+	err := store.Load(ctx, r.tally)
+	switch {
+	case errors.Is(err, ErrRegrouped):
+		r.set.Logger.Warn(r.set.GroupByKey+" changed since the state was stored; counting starts from scratch, "+
+			"so clear the storage of the receivers upstream too if they emit only changes", zap.Error(err))
+	case err != nil:
+		r.tally.Reset()
+		return fmt.Errorf("loading the stored state: %w", err)
+	}
+	if r.set.Extra != nil {
+		raw, err := client.Get(ctx, store.entryKey(r.set.Extra.Name()))
+		if err != nil {
+			r.tally.Reset()
+			return fmt.Errorf("reading the stored %s: %w", r.set.Extra.Name(), err)
+		}
+		if raw != nil {
+			err = r.set.Extra.Load(raw)
+		}
+		switch {
+		case errors.Is(err, ErrRegrouped):
+			r.set.Extra.Reset()
+			r.set.Logger.Warn("The stored "+r.set.Extra.Name()+" entry belongs to another configuration; it starts from scratch", zap.Error(err))
+		case err != nil:
+			r.tally.Reset()
+			r.set.Extra.Reset()
+			return fmt.Errorf("decoding the stored %s: %w", r.set.Extra.Name(), err)
+		default:
+			r.extraStored = raw
+		}
+	}
+	r.store, r.client = store, client
+	r.set.Logger.Info("Loaded the stored state", zap.Int("keys", r.tally.Len()), zap.Int("groups", r.tally.Groups()))
+	r.set.Telemetry.Evictions.Add(ctx, r.tally.Evictions())
+	r.reportSizes(ctx)
+	return nil
+}
+
+// stopLeading emits what is due, writes the state and closes the storage, which lets the next leader open it,
+// then forgets the state.
+func (r *Runner) stopLeading(ctx context.Context) error {
+	r.lead.Lock()
+	defer r.lead.Unlock()
+	if !r.leading {
+		return nil
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	// The component logged a refusal; what was not sent stays due in the stored state.
+	_ = r.flush(ctx)
+	if err := r.save(ctx, true); err != nil {
+		r.set.Logger.Warn("Storing the state before closing it failed", zap.Error(err))
+	}
+	err := r.closeStorage(ctx)
+	r.leading, r.store = false, nil
+	r.tally.Reset()
+	if r.set.Extra != nil {
+		r.set.Extra.Reset()
+	}
+	r.reportSizes(ctx)
+	return err
 }
 
 func (r *Runner) loop(tick <-chan time.Time, stopTicker func()) {
@@ -143,6 +340,15 @@ func (r *Runner) loop(tick <-chan time.Time, stopTicker func()) {
 func (r *Runner) Count(ctx context.Context, ld plog.Logs, divert func(res pcommon.Map, lr plog.LogRecord) bool) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if !r.leading {
+		r.countError(ctx, "not_leading", 1)
+		if !r.refusedWarned {
+			r.refusedWarned = true
+			r.set.Logger.Warn("Records reached a replica that does not lead; they are refused. Only receivers that "+
+				"follow the same k8s_leader_elector belong in front of this component", zap.Int("records", ld.LogRecordCount()))
+		}
+		return fmt.Errorf("%s: %w", r.set.ID, ErrNotLeading)
+	}
 	invalid, evicted := 0, 0
 	for _, rl := range ld.ResourceLogs().All() {
 		res := rl.Resource().Attributes()
@@ -168,15 +374,21 @@ func (r *Runner) Count(ctx context.Context, ld plog.Logs, divert func(res pcommo
 		r.set.Telemetry.Evictions.Add(ctx, int64(evicted))
 	}
 	r.reportSizes(ctx)
-	return r.save(ctx)
+	return r.save(ctx, false)
 }
 
-// Flush emits now, as the interval does. Every emission (each interval, the last one at shutdown, a test's)
-// passes here, so a condition on emitting at all, such as a replica that must leave emitting to a leader,
-// belongs here and nowhere else.
+// Flush emits now, as the interval does; a replica that does not lead emits nothing.
 func (r *Runner) Flush(ctx context.Context) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if !r.leading {
+		return nil
+	}
+	return r.flush(ctx)
+}
+
+// flush is every emission: each interval's, the last one of a leadership, a test's. The caller holds mu.
+func (r *Runner) flush(ctx context.Context) error {
 	groups, err := r.emit(ctx, r.tally)
 	switch {
 	case errors.Is(err, ErrNothingDue):
@@ -189,20 +401,24 @@ func (r *Runner) Flush(ctx context.Context) error {
 		r.tally.MarkEmitted(g)
 	}
 	r.reportSizes(ctx)
-	if err := r.save(ctx); err != nil {
+	if err := r.save(ctx, true); err != nil {
 		// What was emitted went out; the state is written with the next batch or emission.
 		r.set.Logger.Warn("Storing the state after an emission failed", zap.Error(err))
 	}
 	return nil
 }
 
-// Shutdown stops the interval, emits once more, closes the storage client and releases the instruments.
+// Shutdown stops the interval and ends the leadership, or the lifetime without a leader elector: it emits once
+// more, writes the state, closes the storage client, and releases the instruments.
 func (r *Runner) Shutdown(ctx context.Context) error {
-	if r.stopInterval() {
-		// The component logged a refusal; with storage, what was not sent is sent after the next start.
-		_ = r.Flush(ctx)
+	if r.cancel != nil {
+		r.cancel()
 	}
-	err := r.closeStorage(ctx)
+	r.lead.Lock()
+	r.closed = true
+	r.lead.Unlock()
+	r.stopInterval()
+	err := r.stopLeading(ctx)
 	if r.set.Telemetry.Shutdown != nil {
 		r.set.Telemetry.Shutdown()
 	}
@@ -212,7 +428,15 @@ func (r *Runner) Shutdown(ctx context.Context) error {
 // Halt stops the interval and closes the storage client without emitting or writing: what a crash leaves
 // behind. Tests of restarts use it.
 func (r *Runner) Halt(ctx context.Context) error {
+	if r.cancel != nil {
+		r.cancel()
+	}
+	r.lead.Lock()
+	defer r.lead.Unlock()
+	r.closed = true
 	r.stopInterval()
+	r.mu.Lock()
+	defer r.mu.Unlock()
 	return r.closeStorage(ctx)
 }
 
@@ -236,14 +460,28 @@ func (r *Runner) closeStorage(ctx context.Context) error {
 	return err
 }
 
-// save writes what changed; the caller holds mu.
-func (r *Runner) save(ctx context.Context) error {
+// save writes what changed of the tally and, withExtra, of the Extra; the caller holds mu.
+func (r *Runner) save(ctx context.Context, withExtra bool) error {
 	if r.store == nil {
 		return nil
 	}
-	if err := r.store.Save(ctx, r.tally); err != nil {
+	var extra []*storage.Operation
+	var entry []byte
+	if withExtra && r.set.Extra != nil {
+		var err error
+		if entry, err = r.set.Extra.Encode(); err != nil {
+			return fmt.Errorf("%s: encoding the %s: %w", r.set.ID.Type(), r.set.Extra.Name(), err)
+		}
+		if !bytes.Equal(entry, r.extraStored) {
+			extra = append(extra, storage.SetOperation(r.store.entryKey(r.set.Extra.Name()), entry))
+		}
+	}
+	if err := r.store.Save(ctx, r.tally, extra...); err != nil {
 		r.countError(ctx, "storage", 1)
 		return fmt.Errorf("%s: storing the state: %w", r.set.ID.Type(), err)
+	}
+	if extra != nil {
+		r.extraStored = entry
 	}
 	return nil
 }

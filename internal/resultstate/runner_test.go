@@ -23,6 +23,8 @@ import (
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
+var testID = component.MustNewID("policy_test")
+
 // runnerHarness runs a Runner whose interval the test drives and whose emissions it sees.
 type runnerHarness struct {
 	t         *testing.T
@@ -39,6 +41,12 @@ type runnerHarness struct {
 }
 
 func newRunnerHarness(t *testing.T, names []string, maxKeys int, storageID *component.ID, host component.Host) *runnerHarness {
+	t.Helper()
+	return newRunnerHarnessWith(t, names, maxKeys, storageID, host, nil)
+}
+
+// newRunnerHarnessWith is newRunnerHarness with the settings changed by with, if not nil.
+func newRunnerHarnessWith(t *testing.T, names []string, maxKeys int, storageID *component.ID, host component.Host, with func(*Settings)) *runnerHarness {
 	t.Helper()
 	h := &runnerHarness{
 		t: t, telemetry: componenttest.NewTelemetry(),
@@ -58,11 +66,15 @@ func newRunnerHarness(t *testing.T, names []string, maxKeys int, storageID *comp
 	tel.Groups, err = meter.Int64UpDownCounter("groups")
 	require.NoError(t, err)
 
-	h.r = NewRunner(New(names, maxKeys), h.emit, Settings{
-		ID: component.MustNewID("policy_test"), Kind: component.KindProcessor, Logger: zap.New(core),
+	set := Settings{
+		ID: testID, Kind: component.KindProcessor, Logger: zap.New(core),
 		Interval: time.Hour, Storage: storageID, GroupByKey: "group_by",
 		InvalidRecord: "A result record cannot be counted", Telemetry: tel,
-	})
+	}
+	if with != nil {
+		with(&set)
+	}
+	h.r = NewRunner(New(names, maxKeys), h.emit, set)
 	h.r.newTicker = func(d time.Duration) (<-chan time.Time, func()) {
 		assert.Equal(t, time.Hour, d)
 		return h.tick, func() {}

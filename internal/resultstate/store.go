@@ -44,6 +44,9 @@ var ErrRegrouped = errors.New("the stored state was grouped by other attributes"
 func (s *Store) indexKey() string           { return s.prefix + "/v1/index" }
 func (s *Store) groupKey(key string) string { return s.prefix + "/v1/group/" + key }
 
+// entryKey is the key of a component's entry of its own (an Extra) named name.
+func (s *Store) entryKey(name string) string { return s.prefix + "/v1/" + name }
+
 // Load reads the stored state into t, which must be empty. When the state was grouped by other attributes it
 // returns an error wrapping ErrRegrouped, leaves t empty and deletes the old state at the next Save.
 func (s *Store) Load(ctx context.Context, t *Tally) error {
@@ -90,13 +93,14 @@ func (s *Store) Load(ctx context.Context, t *Tally) error {
 	return nil
 }
 
-// Save writes the groups that changed since the last Save, in one storage batch. The Store must be the one that
-// loaded t, since it keeps the index of what is stored.
-func (s *Store) Save(ctx context.Context, t *Tally) error {
-	if len(t.stored) == 0 {
+// Save writes the groups that changed since the last Save, and the operations extra, in one storage batch. The
+// Store must be the one that loaded t, since it keeps the index of what is stored.
+func (s *Store) Save(ctx context.Context, t *Tally, extra ...*storage.Operation) error {
+	if len(t.stored) == 0 && len(extra) == 0 {
 		return nil
 	}
-	ops := make([]*storage.Operation, 0, len(t.stored)+1)
+	ops := make([]*storage.Operation, 0, len(t.stored)+1+len(extra))
+	ops = append(ops, extra...)
 	index := maps.Clone(s.index)
 	var buf []byte
 	for id, g := range t.stored {
@@ -118,7 +122,7 @@ func (s *Store) Save(ctx context.Context, t *Tally) error {
 		ops = append(ops, storage.SetOperation(s.indexKey(), raw))
 	}
 	if err := s.client.Batch(ctx, ops...); err != nil {
-		return fmt.Errorf("writing %d changed groups: %w", len(t.stored), err)
+		return fmt.Errorf("writing %d changed groups and %d other entries: %w", len(t.stored), len(extra), err)
 	}
 	s.index = index
 	clear(t.stored)

@@ -82,6 +82,9 @@ func New(names []string, maxKeys int) *Tally {
 	}
 }
 
+// Reset forgets every key and group, as New would: a replica that stops leading holds no state.
+func (t *Tally) Reset() { *t = *New(t.names, t.maxKeys) }
+
 // Names are the group attribute names.
 func (t *Tally) Names() []string { return t.names }
 

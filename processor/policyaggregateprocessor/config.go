@@ -11,6 +11,7 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 
+	"github.com/otelcol-policy/otelcol-policy/internal/resultstate"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
@@ -35,6 +36,9 @@ type Config struct {
 	MaxKeys int `mapstructure:"max_keys"`
 	// Storage names a storage extension that keeps the state across restarts.
 	Storage *component.ID `mapstructure:"storage"`
+	// K8sLeaderElector names a k8s_leader_elector extension: only the replica that leads counts and emits, with
+	// the state it loads from Storage when it starts leading.
+	K8sLeaderElector *component.ID `mapstructure:"k8s_leader_elector"`
 
 	_ struct{}
 }
@@ -65,6 +69,9 @@ func (c *Config) Validate() error {
 	}
 	if c.MaxKeys <= 0 {
 		errs = append(errs, fmt.Errorf("max_keys must be positive, got %d", c.MaxKeys))
+	}
+	if err := resultstate.ValidateLeaderElector(c.K8sLeaderElector, c.Storage); err != nil {
+		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
 }

@@ -35,7 +35,7 @@ func newAggregator(cfg *Config, set processor.Settings, next consumer.Logs) (*ag
 	p := &aggregator{cfg: cfg, set: set, next: next, telemetry: tb, tally: resultstate.New(cfg.GroupBy, cfg.MaxKeys)}
 	p.state = resultstate.NewRunner(p.tally, p.emit, resultstate.Settings{
 		ID: set.ID, Kind: component.KindProcessor, Logger: set.Logger, Interval: cfg.Interval, Storage: cfg.Storage,
-		GroupByKey: "group_by", InvalidRecord: "A result record cannot be aggregated; it is passed on unchanged",
+		K8sLeaderElector: cfg.K8sLeaderElector, GroupByKey: "group_by", InvalidRecord: "A result record cannot be aggregated; it is passed on unchanged",
 		Telemetry: resultstate.Telemetry{Errors: tb.ProcessorPolicyAggregateErrors, Evictions: tb.ProcessorPolicyAggregateEvictions,
 			Keys: tb.ProcessorPolicyAggregateKeys, Groups: tb.ProcessorPolicyAggregateGroups, Shutdown: tb.Shutdown},
 	})

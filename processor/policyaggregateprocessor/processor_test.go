@@ -358,6 +358,23 @@ func TestSummariesOnInterval(t *testing.T) {
 
 var storageID = filestoragetest.ID
 
+// uninterrupted is what one replica with storage summarises when each step is followed by an interval.
+func uninterrupted(t *testing.T, steps [][]policyresult.Result) []summary {
+	t.Helper()
+	cfg := testConfig()
+	cfg.Storage = &storageID
+	host := filestoragetest.NewHost(t, t.TempDir())
+	h := newHarness(t, cfg, nil, host)
+	var out []summary
+	for _, step := range steps {
+		h.consume(step...)
+		out = append(out, h.tick()...)
+	}
+	require.NoError(t, h.lp.Shutdown(context.Background()))
+	require.NoError(t, host.Ext.Shutdown(context.Background()))
+	return out
+}
+
 // TestRestartWithStorage runs one sequence twice: without a restart, and with a graceful restart and a crash in
 // the middle. The summaries must be the same.
 func TestRestartWithStorage(t *testing.T) {
@@ -378,18 +395,7 @@ func TestRestartWithStorage(t *testing.T) {
 	}
 	cfg := testConfig()
 	cfg.Storage = &storageID
-
-	var want []summary
-	{
-		host := filestoragetest.NewHost(t, t.TempDir())
-		h := newHarness(t, cfg, nil, host)
-		for _, step := range steps {
-			h.consume(step...)
-			want = append(want, h.tick()...)
-		}
-		require.NoError(t, h.lp.Shutdown(context.Background()))
-		require.NoError(t, host.Ext.Shutdown(context.Background()))
-	}
+	want := uninterrupted(t, steps)
 	require.Len(t, want, 5)
 
 	dir := t.TempDir()

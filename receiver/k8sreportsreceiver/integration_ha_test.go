@@ -6,63 +6,22 @@ package k8sreportsreceiver
 import (
 	"context"
 	"fmt"
-	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
-	"go.opentelemetry.io/collector/extension"
-	"go.opentelemetry.io/collector/extension/extensiontest"
 
-	"github.com/otelcol-policy/otelcol-policy/extension/k8sleaderelectorextension"
-	"github.com/otelcol-policy/otelcol-policy/internal/k8sclient"
+	"github.com/otelcol-policy/otelcol-policy/extension/k8sleaderelectorextension/k8sleaderelectortest"
 	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
 )
 
 var electorID = component.MustNewID("k8s_leader_elector")
 
-func newElector(t *testing.T, lease string) extension.Extension {
-	f := k8sleaderelectorextension.NewFactory()
-	cfg := f.CreateDefaultConfig().(*k8sleaderelectorextension.Config)
-	cfg.AuthType = k8sclient.AuthTypeKubeConfig
-	cfg.LeaseName, cfg.LeaseNamespace = lease, "default"
-	cfg.LeaseDuration, cfg.RenewDeadline, cfg.RetryPeriod = 3*time.Second, 2*time.Second, 200*time.Millisecond
-	require.NoError(t, cfg.Validate())
-	ext, err := f.Create(context.Background(), extensiontest.NewNopSettings(f.Type()), cfg)
-	require.NoError(t, err)
-	return ext
-}
-
-// observedElector is the real elector as the receiver sees it, telling the test when the receiver has
-// started leading.
-type observedElector struct {
-	k8sleaderelectorextension.LeaderElection
-	once    sync.Once
-	leading chan struct{}
-}
-
-func (o *observedElector) SetCallBackFuncs(onStart func(context.Context), onStop func()) {
-	o.LeaderElection.SetCallBackFuncs(func(ctx context.Context) {
-		onStart(ctx)
-		o.once.Do(func() { close(o.leading) })
-	}, onStop)
-}
-
-func (o *observedElector) waitLeading(t *testing.T) {
-	t.Helper()
-	select {
-	case <-o.leading:
-	case <-time.After(30 * time.Second):
-		t.Fatal("the replica did not start leading")
-	}
-}
-
 // replica is one collector of a leader-elected pair: an elector and a receiver sharing the storage volume.
-func startReplica(t *testing.T, lease, storageDir string) (*testReceiver, *observedElector) {
+func startReplica(t *testing.T, lease, storageDir string) (*testReceiver, *k8sleaderelectortest.Real) {
 	t.Setenv("KUBECONFIG", cluster.Kubeconfig(t, k8stest.AdminToken))
-	el := &observedElector{LeaderElection: newElector(t, lease).(k8sleaderelectorextension.LeaderElection), leading: make(chan struct{})}
+	el := k8sleaderelectortest.NewReal(t, "default", lease)
 	cfg := testConfig(t)
 	cfg.K8sLeaderElector = &electorID
 	// The receiver uses the elector through the host, as in the collector; the elector starts after it.
@@ -89,7 +48,7 @@ func TestLeaderElectionHandoverNeitherLosesNorResends(t *testing.T) {
 	lease := "otelcol-policy-" + testLabel(t)
 
 	a, electorA := startReplica(t, lease, storageDir)
-	electorA.waitLeading(t) // a takes the lease first
+	electorA.WaitLeading(t) // a takes the lease first
 	b, electorB := startReplica(t, lease, storageDir)
 
 	cluster.Apply(t, policyReportGVR, object(t, fmt.Sprintf(podReport, "ha-1", "fail")))

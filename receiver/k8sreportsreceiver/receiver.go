@@ -5,7 +5,6 @@ package k8sreportsreceiver // import "github.com/otelcol-policy/otelcol-policy/r
 
 import (
 	"context"
-	"fmt"
 	"sync"
 	"time"
 
@@ -90,13 +89,9 @@ func (r *reportsReceiver) Start(ctx context.Context, host component.Host) error 
 	if r.cfg.K8sLeaderElector == nil {
 		return r.startLeading(ctx)
 	}
-	ext, ok := host.GetExtensions()[*r.cfg.K8sLeaderElector]
-	if !ok {
-		return fmt.Errorf("k8s_leader_elector extension %s is not configured", r.cfg.K8sLeaderElector)
-	}
-	le, ok := ext.(k8sleaderelectorextension.LeaderElection)
-	if !ok {
-		return fmt.Errorf("extension %s is not a k8s_leader_elector", r.cfg.K8sLeaderElector)
+	le, err := k8sleaderelectorextension.Find(host, *r.cfg.K8sLeaderElector)
+	if err != nil {
+		return err
 	}
 	le.SetCallBackFuncs(func(ctx context.Context) {
 		// The previous leader may still hold the shared storage for a moment: retry while leading.

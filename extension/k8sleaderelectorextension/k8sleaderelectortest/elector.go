@@ -8,6 +8,7 @@ package k8sleaderelectortest // import "github.com/otelcol-policy/otelcol-policy
 
 import (
 	"context"
+	"slices"
 	"sync"
 
 	"go.opentelemetry.io/collector/component"
@@ -43,7 +44,8 @@ func (e *Elector) SetCallBackFuncs(onStart func(context.Context), onStop func())
 	}
 }
 
-// Lead makes this replica the leader and returns once every start callback returned.
+// Lead makes this replica the leader and returns once every start callback returned, run in the order of
+// registration as the real elector runs them.
 func (e *Elector) Lead() {
 	e.mu.Lock()
 	if e.leading != nil {
@@ -58,8 +60,9 @@ func (e *Elector) Lead() {
 	}
 }
 
-// StopLeading ends the leadership, as losing the lease does, and returns once every stop callback returned:
-// like the real elector, the next leader can only start after this one stopped its work.
+// StopLeading ends the leadership, as losing the lease does, and returns once every stop callback returned, run
+// in the reverse order of registration: like the real elector, the next leader can only start after this one
+// stopped its work.
 func (e *Elector) StopLeading() {
 	e.mu.Lock()
 	if e.leading == nil {
@@ -70,7 +73,7 @@ func (e *Elector) StopLeading() {
 	e.leading, e.cancel = nil, nil
 	cbs := append([]callbacks(nil), e.callbacks...)
 	e.mu.Unlock()
-	for _, cb := range cbs {
+	for _, cb := range slices.Backward(cbs) {
 		cb.stop()
 	}
 }

@@ -62,7 +62,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	var err, errs error
 	builder.ConnectorPolicyMetricsErrors, err = builder.meter.Int64Counter(
 		"otelcol_connector_policy_metrics_errors",
-		metric.WithDescription("Errors by reason; the connector skips what it cannot count and keeps going. [Development]"),
+		metric.WithDescription("Errors by reason; the connector skips what it cannot count and keeps going, and refuses the batches that reach a replica that does not lead. [Development]"),
 		metric.WithUnit("{error}"),
 	)
 	errs = errors.Join(errs, err)

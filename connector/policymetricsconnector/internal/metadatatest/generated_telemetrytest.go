@@ -24,7 +24,7 @@ func NewSettings(tt *componenttest.Telemetry) connector.Settings {
 func AssertEqualConnectorPolicyMetricsErrors(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_connector_policy_metrics_errors",
-		Description: "Errors by reason; the connector skips what it cannot count and keeps going. [Development]",
+		Description: "Errors by reason; the connector skips what it cannot count and keeps going, and refuses the batches that reach a replica that does not lead. [Development]",
 		Unit:        "{error}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,

@@ -64,7 +64,7 @@ func NewTelemetryBuilder(settings component.TelemetrySettings, options ...Teleme
 	var err, errs error
 	builder.ProcessorPolicyAggregateErrors, err = builder.meter.Int64Counter(
 		"otelcol_processor_policy_aggregate_errors",
-		metric.WithDescription("Errors by reason; records that cannot be aggregated are forwarded unchanged. [Development]"),
+		metric.WithDescription("Errors by reason; records that cannot be aggregated are forwarded unchanged, batches that reach a replica that does not lead are refused. [Development]"),
 		metric.WithUnit("{error}"),
 	)
 	errs = errors.Join(errs, err)

@@ -24,7 +24,7 @@ func NewSettings(tt *componenttest.Telemetry) processor.Settings {
 func AssertEqualProcessorPolicyAggregateErrors(t *testing.T, tt *componenttest.Telemetry, dps []metricdata.DataPoint[int64], opts ...metricdatatest.Option) {
 	want := metricdata.Metrics{
 		Name:        "otelcol_processor_policy_aggregate_errors",
-		Description: "Errors by reason; records that cannot be aggregated are forwarded unchanged. [Development]",
+		Description: "Errors by reason; records that cannot be aggregated are forwarded unchanged, batches that reach a replica that does not lead are refused. [Development]",
 		Unit:        "{error}",
 		Data: metricdata.Sum[int64]{
 			Temporality: metricdata.CumulativeTemporality,

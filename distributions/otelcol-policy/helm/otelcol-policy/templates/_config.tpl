@@ -3,30 +3,40 @@ the OpenTelemetry Collector chart merges its config). The defaults are those of
 distributions/otelcol-policy/kubernetes/{deployment,daemonset}/configmap.yaml, whose comments explain them; a
 test compares the rendered config with them. */}}
 {{- define "otelcol-policy.config" -}}
-{{- $defaults := include (printf "otelcol-policy.%sConfig" .Values.mode) . | fromYaml }}
+{{- $workload := ternary "reports" "decisions" (eq (include "otelcol-policy.reportWatcher" .) "true") }}
+{{- $defaults := include (printf "otelcol-policy.%sConfig" $workload) . | fromYaml }}
 {{- $defaults = mustMergeOverwrite $defaults (include "otelcol-policy.commonConfig" . | fromYaml) }}
 {{- $config := mustMergeOverwrite $defaults (deepCopy .Values.config) }}
 {{- toYaml $config }}
 {{- end }}
 
-{{/* What both modes have: the self-metrics on all interfaces, for the PodMonitor; with
-prometheusRemoteWrite.endpoint, the policy_metrics connector's metrics pipeline to it (the logs pipelines add
-policy_metrics to their exporters). No persistent queue for the remote write: the exporter has no
-sending_queue, only its in-memory remote_write_queue (and at v0.161.0 it ignores keys it does not know, so a
-sending_queue block would be silently dropped); none is needed, as every emission carries each series' current
-value (gauges, and cumulative decision sums), so the next one supersedes what a restart lost. */}}
+{{/* What both workloads have: the self-metrics on all interfaces, for the PodMonitor; the policy_metrics
+connector's metrics pipeline (the logs pipelines add policy_metrics to their exporters) for the report watcher
+always, for the decision receiver with prometheusRemoteWrite.endpoint. The metrics go to that endpoint when it is
+set, else to the OTLP endpoint. No persistent queue for the remote write: the exporter has no sending_queue, only
+its in-memory remote_write_queue (and at v0.161.0 it ignores keys it does not know, so a sending_queue block
+would be silently dropped); none is needed, as every emission carries each series' current value (gauges, and
+cumulative decision sums), so the next one supersedes what a restart lost. */}}
 {{- define "otelcol-policy.commonConfig" -}}
-{{- if .Values.prometheusRemoteWrite.endpoint }}
+{{- $reports := eq (include "otelcol-policy.reportWatcher" .) "true" }}
+{{- if or $reports .Values.prometheusRemoteWrite.endpoint }}
 connectors:
   policy_metrics:
-    # deployment: next to the k8s_reports state, so that after a restart the gauges agree with a receiver
-    # that sends only what changed.
+    # Next to the state of what feeds it, so that after a restart the gauges agree with a receiver that sends
+    # only what changed.
     storage: {{ include "otelcol-policy.stateStorage" . }}
+    {{- if and $reports .Values.leaderElection.enabled }}
+    k8s_leader_elector: k8s_leader_elector
+    {{- end }}
     # What the shipped dashboards filter on (docs/prometheus.md#dashboards-and-alerts).
     results:
       labels: [k8s.cluster.name, policy.source, policy.name, policy.resource.namespace, policy.severity]
+    {{- if not $reports }}
     decisions:
       labels: [k8s.cluster.name, policy.source, policy.name, policy.result, policy.decision.action]
+    {{- end }}
+{{- end }}
+{{- if .Values.prometheusRemoteWrite.endpoint }}
 exporters:
   prometheus_remote_write:
     http:
@@ -42,11 +52,11 @@ exporters:
     {{- end }}
 {{- end }}
 service:
-  {{- if .Values.prometheusRemoteWrite.endpoint }}
+  {{- if or $reports .Values.prometheusRemoteWrite.endpoint }}
   pipelines:
     metrics:
       receivers: [policy_metrics]
-      exporters: [prometheus_remote_write]
+      exporters: [{{ if .Values.prometheusRemoteWrite.endpoint }}prometheus_remote_write{{ else }}otlp_http{{ end }}]
   {{- end }}
   telemetry:
     metrics:
@@ -59,9 +69,10 @@ service:
                 port: {{ .Values.ports.metrics.containerPort }}
 {{- end }}
 
-{{/* The report watcher: k8s_reports, its state on the persistence volume, the sending queue on the pod's own
-emptyDir. With leader election only the leader watches. */}}
-{{- define "otelcol-policy.deploymentConfig" -}}
+{{/* The report watcher: k8s_reports, policy_aggregate and policy_metrics, their state on the persistence volume,
+the sending queue on the pod's own volume (emptyDir, or a claim per replica in mode statefulset). With leader
+election only the leader watches, aggregates and counts, each from the state the previous leader left. */}}
+{{- define "otelcol-policy.reportsConfig" -}}
 extensions:
   health_check:
     endpoint: 0.0.0.0:{{ .Values.ports.health.containerPort }}
@@ -75,14 +86,14 @@ extensions:
   k8s_events:
     auth_type: serviceAccount
   {{- end }}
-  # The receiver's state, opened by the leader only.
+  # The state of k8s_reports, policy_aggregate and policy_metrics, opened by the leader only.
   file_storage/shared:
     directory: /var/lib/otelcol-policy/shared
     create_directory: true
     timeout: 10s
   # The exporter's persistent sending queue: every replica opens its own at start.
-  file_storage/local:
-    directory: /var/lib/otelcol-policy/local
+  file_storage/queue:
+    directory: /var/lib/otelcol-policy/queue
     create_directory: true
 receivers:
   k8s_reports:
@@ -98,11 +109,16 @@ processors:
     limit_percentage: 80
     spike_limit_percentage: 20
   k8s_metadata_strip:
+  policy_aggregate:
+    storage: file_storage/shared
+    {{- if .Values.leaderElection.enabled }}
+    k8s_leader_elector: k8s_leader_elector
+    {{- end }}
 exporters:
   otlp_http:
     endpoint: ${env:OTLP_ENDPOINT}
     sending_queue:
-      storage: file_storage/local
+      storage: file_storage/queue
       batch:
         flush_timeout: 1s
         min_size: 1000
@@ -116,17 +132,17 @@ service:
     - k8s_events
     {{- end }}
     - file_storage/shared
-    - file_storage/local
+    - file_storage/queue
   pipelines:
     logs:
       receivers: [k8s_reports]
-      processors: [memory_limiter, k8s_metadata_strip]
-      exporters: [otlp_http{{ if .Values.prometheusRemoteWrite.endpoint }}, policy_metrics{{ end }}]
+      processors: [memory_limiter, k8s_metadata_strip, policy_aggregate]
+      exporters: [otlp_http, policy_metrics]
 {{- end }}
 
 {{/* The decision-stream receiver: OPA uploads with the bearer token of the Secret, NDJSON on the host socket,
 the sending queue in a host path. */}}
-{{- define "otelcol-policy.daemonsetConfig" -}}
+{{- define "otelcol-policy.decisionsConfig" -}}
 extensions:
   health_check:
     endpoint: 0.0.0.0:{{ .Values.ports.health.containerPort }}

@@ -17,9 +17,15 @@ gives the object names of distributions/otelcol-policy/kubernetes). */}}
 {{- end }}
 {{- end }}
 
+{{/* Whether the release runs the report watcher (k8s_reports): as a Deployment, or as a StatefulSet whose
+replicas each have their own sending queue volume (values-ha.yaml). */}}
+{{- define "otelcol-policy.reportWatcher" -}}
+{{- has .Values.mode (list "deployment" "statefulset") }}
+{{- end }}
+
 {{/* The component label of the workload: what the release runs. */}}
 {{- define "otelcol-policy.component" -}}
-{{- if eq .Values.mode "deployment" }}reports{{ else }}decisions{{ end }}
+{{- if eq (include "otelcol-policy.reportWatcher" .) "true" }}reports{{ else }}decisions{{ end }}
 {{- end }}
 
 {{- define "otelcol-policy.labels" -}}
@@ -52,24 +58,24 @@ app.kubernetes.io/component: {{ include "otelcol-policy.component" . }}
 {{- if kindIs "bool" .Values.serviceAccount.automountServiceAccountToken }}
 {{- .Values.serviceAccount.automountServiceAccountToken }}
 {{- else }}
-{{- or (eq .Values.mode "deployment") (eq (include "otelcol-policy.k8sEvents" .) "true") }}
+{{- or (eq (include "otelcol-policy.reportWatcher" .) "true") (eq (include "otelcol-policy.k8sEvents" .) "true") }}
 {{- end }}
 {{- end }}
 
-{{/* Whether the k8s_events extension runs: k8sEvents.enabled, or when null, in deployment mode (the daemonset has
-no API access by default). */}}
+{{/* Whether the k8s_events extension runs: k8sEvents.enabled, or when null, for the report watcher (the daemonset
+has no API access by default). */}}
 {{- define "otelcol-policy.k8sEvents" -}}
 {{- if kindIs "bool" .Values.k8sEvents.enabled }}
 {{- .Values.k8sEvents.enabled }}
 {{- else }}
-{{- eq .Values.mode "deployment" }}
+{{- include "otelcol-policy.reportWatcher" . }}
 {{- end }}
 {{- end }}
 
-{{/* The file_storage that keeps state across restarts: the persistence volume (deployment), the host path
+{{/* The file_storage that keeps state across restarts: the persistence volume (report watcher), the host path
 (daemonset). */}}
 {{- define "otelcol-policy.stateStorage" -}}
-{{- if eq .Values.mode "deployment" }}file_storage/shared{{ else }}file_storage{{ end }}
+{{- if eq (include "otelcol-policy.reportWatcher" .) "true" }}file_storage/shared{{ else }}file_storage{{ end }}
 {{- end }}
 
 {{- define "otelcol-policy.leaseName" -}}
@@ -89,14 +95,11 @@ no API access by default). */}}
 {{- end }}
 
 {{- define "otelcol-policy.validateValues" -}}
-{{- if not (has .Values.mode (list "deployment" "daemonset")) }}
-{{- fail (printf "mode must be deployment or daemonset, not %q" .Values.mode) }}
+{{- if not (has .Values.mode (list "deployment" "statefulset" "daemonset")) }}
+{{- fail (printf "mode must be deployment, statefulset or daemonset, not %q" .Values.mode) }}
 {{- end }}
-{{- if and (eq .Values.mode "deployment") (gt (int .Values.replicaCount) 1) (not .Values.leaderElection.enabled) }}
+{{- if and (eq (include "otelcol-policy.reportWatcher" .) "true") (gt (int .Values.replicaCount) 1) (not .Values.leaderElection.enabled) }}
 {{- fail "replicaCount > 1 needs leaderElection.enabled=true: every replica would send every record (values-ha.yaml)" }}
-{{- end }}
-{{- if and (eq .Values.mode "deployment") .Values.leaderElection.enabled .Values.prometheusRemoteWrite.endpoint }}
-{{- fail "prometheusRemoteWrite.endpoint cannot be set with leaderElection.enabled=true: the policy_metrics connector is not leader-aware yet, so every replica would write its own result gauges and decision counts; remote-write from a single replica (leaderElection.enabled=false, replicaCount=1)" }}
 {{- end }}
 {{- end }}
 
@@ -104,7 +107,7 @@ no API access by default). */}}
 {{- define "otelcol-policy.resources" -}}
 {{- if not (kindIs "invalid" .Values.resources) }}
 {{- toYaml .Values.resources }}
-{{- else if eq .Values.mode "deployment" }}
+{{- else if eq (include "otelcol-policy.reportWatcher" .) "true" }}
 requests:
   cpu: 100m
   memory: 256Mi
@@ -141,7 +144,7 @@ growing to twice the live heap. */}}
 {{- define "otelcol-policy.podSecurityContext" -}}
 {{- if not (kindIs "invalid" .Values.podSecurityContext) }}
 {{- toYaml .Values.podSecurityContext }}
-{{- else if eq .Values.mode "deployment" }}
+{{- else if eq (include "otelcol-policy.reportWatcher" .) "true" }}
 runAsNonRoot: true
 runAsUser: 10001
 runAsGroup: 10001
@@ -160,7 +163,7 @@ fsGroup: 10001
 {{- define "otelcol-policy.affinity" -}}
 {{- if not (kindIs "invalid" .Values.affinity) }}
 {{- toYaml .Values.affinity }}
-{{- else if eq .Values.mode "deployment" }}
+{{- else if eq (include "otelcol-policy.reportWatcher" .) "true" }}
 # Replicas on different nodes when possible, so that losing a node leaves a replica to take over.
 podAntiAffinity:
   preferredDuringSchedulingIgnoredDuringExecution:

@@ -68,11 +68,11 @@
     - name: config
       mountPath: /etc/otelcol-policy
       readOnly: true
-    {{- if eq .Values.mode "deployment" }}
+    {{- if eq (include "otelcol-policy.reportWatcher" .) "true" }}
     - name: state
       mountPath: /var/lib/otelcol-policy/shared
     - name: queue
-      mountPath: /var/lib/otelcol-policy/local
+      mountPath: /var/lib/otelcol-policy/queue
     {{- else }}
     - name: socket-dir
       mountPath: /var/run/otelcol-policy
@@ -85,6 +85,20 @@
     {{- with .Values.extraVolumeMounts }}
     {{- toYaml . | nindent 4 }}
     {{- end }}
+{{- end }}
+
+{{/* The report watcher's volumes but the queue: the config and the state. */}}
+{{- define "otelcol-policy.reportVolumes" -}}
+- name: config
+  configMap:
+    name: {{ include "otelcol-policy.fullname" . }}-config
+- name: state
+  {{- if .Values.persistence.enabled }}
+  persistentVolumeClaim:
+    claimName: {{ .Values.persistence.existingClaim | default (printf "%s-state" (include "otelcol-policy.fullname" .)) }}
+  {{- else }}
+  emptyDir: {}
+  {{- end }}
 {{- end }}
 
 {{/* Pod spec fields common to both modes, after the mode's own. */}}
