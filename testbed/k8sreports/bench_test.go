@@ -11,6 +11,7 @@ package k8sreports
 import (
 	"bufio"
 	"context"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net/http"
@@ -28,6 +29,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
+	"k8s.io/client-go/kubernetes"
 
 	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
 	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
@@ -213,6 +215,11 @@ func BenchmarkK8sReports(b *testing.B) {
 
 	round := 0
 	for run := 1; run <= runs(b); run++ {
+		b.Run(fmt.Sprintf("list_floor/run=%d", run), func(b *testing.B) {
+			for b.Loop() {
+				listFloor(b, cluster, total)
+			}
+		})
 		for _, s := range setups() {
 			b.Run(fmt.Sprintf("%s/run=%d", s.name, run), func(b *testing.B) {
 				for b.Loop() {
@@ -321,6 +328,38 @@ service:
 	b.ReportMetric(peak, "peak-rss-MB")
 	b.ReportMetric(burst.Seconds(), "burst-s")
 	b.ReportMetric(want/syncTime.Seconds(), "records/s")
+}
+
+// listFloor is the floor of an initial sync: a Go client that only pages through the LIST of every report, as
+// the receiver does (500 a page, cluster-wide), reads each page to its end and keeps nothing but the continue
+// token. No collector is as fast; the report is what the API server and etcd cost.
+func listFloor(b *testing.B, cluster *k8stest.Cluster, total int) {
+	cfg := cluster.Config(k8stest.AdminToken)
+	cfg.QPS, cfg.Burst = 50, 100 // the receiver's defaults
+	cs, err := kubernetes.NewForConfig(cfg)
+	require.NoError(b, err)
+	rc := cs.CoreV1().RESTClient()
+	start := time.Now()
+	reports, pageBytes, cont := 0, 0, ""
+	for {
+		raw, err := rc.Get().AbsPath("/apis", gvr.Group, gvr.Version, gvr.Resource).
+			Param("limit", "500").Param("continue", cont).DoRaw(context.Background())
+		require.NoError(b, err)
+		var page struct {
+			Metadata struct{ Continue string }
+			Items    []struct{} // counted, not kept
+		}
+		require.NoError(b, json.Unmarshal(raw, &page))
+		reports, pageBytes = reports+len(page.Items), pageBytes+len(raw)
+		if cont = page.Metadata.Continue; cont == "" {
+			break
+		}
+	}
+	elapsed := time.Since(start)
+	require.Equal(b, total, reports)
+	b.Logf("LIST floor: %d reports (%.1f MB of JSON) in %s", reports, float64(pageBytes)/1e6, elapsed.Round(time.Millisecond))
+	b.ReportMetric(elapsed.Seconds(), "list-s")
+	b.ReportMetric(float64(total*resultsPerReport)/elapsed.Seconds(), "records/s")
 }
 
 // waitSent polls the collector's self-metrics until the exporter sent n log records.

@@ -199,7 +199,11 @@ var tables = []table{
 
 // k8sReportsRows are the measures of each k8sreports setup (testbed/k8sreports setups()).
 func k8sReportsRows() []row {
-	var rows []row
+	rows := []row{{"the LIST floor: a Go client paging through every report (500 a page), nothing kept", "k8sreports",
+		"BenchmarkK8sReports/list_floor", []measure{
+			{Unit: "list-s", Label: "LIST of 10,000 reports (s)"},
+			{Unit: "records/s", Label: "results listed per second"},
+		}}}
 	for _, s := range []struct {
 		what, name string
 		rssTarget  bool // the 200 MB target holds with GOMEMLIMIT, the documented deployment setting
