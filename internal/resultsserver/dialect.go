@@ -42,7 +42,7 @@ var (
 )
 
 // sqlitePragmas: WAL lets the fleet view read while a request writes; busy_timeout makes concurrent writers
-// (of other processes: this one serialises its own, see store.writer) wait for each other instead of failing;
+// (of other processes: this one has a single writer, see groupCommit) wait for each other instead of failing;
 // immediate transactions take the write lock at BEGIN, so two writers never both read and then deadlock on
 // upgrading. synchronous stays FULL: a forwarded result is acknowledged only once it survives a power loss.
 // cache_size: 32 MiB of pages per connection instead of 2 MiB, so that the indexes a request updates stay in

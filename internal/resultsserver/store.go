@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -31,6 +30,8 @@ type row struct {
 	extraMetadata, bodyJSON                                             string
 	vulnerability                                                       policyresult.Vulnerability
 	failedChecks                                                        *int64
+	// at is when this server received the row's request: its received, first-seen and updated time.
+	at int64
 }
 
 // rowColumns are the columns both tables have, in the order of row.args.
@@ -109,10 +110,8 @@ func insertSQL(table string, cols []string, suffix string) string {
 type store struct {
 	db *sql.DB
 	d  dialect
-	// writer serialises this process's writes on SQLite, which has one writer at a time: a second transaction
-	// would otherwise wait in SQLite's busy handler, which sleeps and retries, and concurrent requests ingested
-	// half as fast as sequential ones.
-	writer sync.Mutex
+	// commits is SQLite's one writer (nil on PostgreSQL).
+	commits *groupCommit
 }
 
 func openStore(ctx context.Context, dsn string) (*store, error) {
@@ -124,29 +123,49 @@ func openStore(ctx context.Context, dsn string) (*store, error) {
 		db.Close()
 		return nil, fmt.Errorf("migrating the schema: %w", err)
 	}
-	return &store{db: db, d: d}, nil
+	st := &store{db: db, d: d}
+	if !d.copyRows {
+		st.commits = startGroupCommit(st)
+	}
+	return st, nil
 }
 
-func (s *store) close() error { return s.db.Close() }
-
-// put stores rows in one transaction. Rows are written in key order (stable, so that outcomes of one key keep
-// the request's order): concurrent PostgreSQL transactions then lock shared keys in the same order and cannot
-// deadlock each other.
-func (s *store) put(ctx context.Context, rows []row, now time.Time) error {
-	slices.SortStableFunc(rows, func(a, b row) int { return strings.Compare(a.key, b.key) })
-	if s.d.copyRows {
-		return s.putCopy(ctx, rows, now.UnixNano())
+func (s *store) close() error {
+	if s.commits != nil {
+		s.commits.stop()
 	}
-	s.writer.Lock()
-	defer s.writer.Unlock()
+	return s.db.Close()
+}
+
+// put stores a request's rows in one transaction (on SQLite, one shared with the requests that arrived while
+// the previous one was written: see groupCommit), received now.
+func (s *store) put(ctx context.Context, rows []row, now time.Time) error {
+	at := now.UnixNano()
+	for i := range rows {
+		rows[i].at = at
+	}
+	if s.d.copyRows {
+		return s.putCopy(ctx, rows)
+	}
+	return s.commits.put(ctx, rows)
+}
+
+// sortByKey puts rows in key order, stable so that the outcomes of one key keep their arrival order: concurrent
+// PostgreSQL transactions then lock shared keys in the same order and cannot deadlock each other, and
+// latestPerKey finds each key's rows together.
+func sortByKey(rows []row) {
+	slices.SortStableFunc(rows, func(a, b row) int { return strings.Compare(a.key, b.key) })
+}
+
+// writeRows is the SQLite write: one prepared single-row INSERT per row and table. The embedded SQLite has no
+// round trips to save, and binds a long statement's parameters more slowly than several short ones'.
+func (s *store) writeRows(ctx context.Context, rows []row) error {
+	sortByKey(rows)
 	tx, err := s.db.BeginTx(ctx, nil)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = tx.Rollback() }()
-	at := now.UnixNano()
-	// One row per statement: the embedded SQLite has no round trips to save, and binds a long statement's
-	// parameters more slowly than several short ones'.
 	upsert, err := tx.PrepareContext(ctx, insertSQL("results", upsertColumns, upsertSuffix))
 	if err != nil {
 		return err
@@ -154,7 +173,7 @@ func (s *store) put(ctx context.Context, rows []row, now time.Time) error {
 	defer upsert.Close()
 	for _, r := range latestPerKey(rows) {
 		resolved := boolInt(r.state == string(policyresult.StateResolved))
-		if _, err := upsert.ExecContext(ctx, append(r.args(), resolved, at, at)...); err != nil {
+		if _, err := upsert.ExecContext(ctx, append(r.args(), resolved, r.at, r.at)...); err != nil {
 			return fmt.Errorf("storing result %s: %w", r.key, err)
 		}
 	}
@@ -164,7 +183,7 @@ func (s *store) put(ctx context.Context, rows []row, now time.Time) error {
 	}
 	defer history.Close()
 	for _, r := range rows {
-		if _, err := history.ExecContext(ctx, append(r.args(), at)...); err != nil {
+		if _, err := history.ExecContext(ctx, append(r.args(), r.at)...); err != nil {
 			return fmt.Errorf("recording result %s: %w", r.id, err)
 		}
 	}
@@ -194,7 +213,8 @@ var (
 
 // putCopy is put on PostgreSQL: the rows are copied into the staging table, then both tables are written from
 // it by one statement each, in one transaction.
-func (s *store) putCopy(ctx context.Context, rows []row, at int64) error {
+func (s *store) putCopy(ctx context.Context, rows []row) error {
+	sortByKey(rows)
 	conn, err := s.db.Conn(ctx)
 	if err != nil {
 		return err
@@ -216,7 +236,7 @@ func (s *store) putCopy(ctx context.Context, rows []row, at int64) error {
 		latest := latestMarks(rows)
 		src := pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
 			resolved := boolInt(rows[i].state == string(policyresult.StateResolved))
-			return append(rows[i].args(), at, resolved, latest[i], i), nil
+			return append(rows[i].args(), rows[i].at, resolved, latest[i], i), nil
 		})
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{stagingTable}, stagingColumns, src); err != nil {
 			return fmt.Errorf("copying %d results: %w", len(rows), err)
