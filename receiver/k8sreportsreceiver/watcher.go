@@ -83,48 +83,35 @@ func (w *watcher) run(ctx context.Context) {
 	}
 }
 
-type listPage struct {
-	Metadata metav1.ListMeta   `json:"metadata"`
-	Items    []json.RawMessage `json:"items"`
-}
-
-// list reads every object page by page and reports the complete set to the tracker, which then knows which
-// reports were deleted while nobody watched.
+// list reads every object and reports the complete set to the tracker, which then knows which reports were
+// deleted while nobody watched. The pages are read by readList, a page ahead of the parsing.
 func (w *watcher) list(ctx context.Context) (string, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	chunks := make(chan listChunk, listChunks)
+	go w.readList(ctx, chunks)
 	seen := map[objKey]struct{}{}
-	cont := ""
 	for {
-		req := w.client.Get().AbsPath(w.path()).Param("limit", strconv.FormatInt(w.cfg.PageSize, 10))
-		if w.cfg.LabelSelector != "" {
-			req = req.Param("labelSelector", w.cfg.LabelSelector)
+		var c listChunk
+		select {
+		case c = <-chunks:
+		case <-ctx.Done():
+			return "", ctx.Err()
 		}
-		if cont != "" {
-			req = req.Param("continue", cont)
+		switch {
+		case c.err != nil:
+			return "", c.err
+		case c.restart:
+			seen = map[objKey]struct{}{}
+		case c.done:
+			w.tracker.listed(w.gvr, w.kind.name, seen)
+			return c.rv, nil
 		}
-		body, err := req.Do(ctx).Raw()
-		if err != nil {
-			err = statusError(body, err)
-			if cont != "" && apierrors.IsResourceExpired(err) {
-				// The continue token expired during a long list: start over.
-				seen, cont = map[objKey]struct{}{}, ""
-				continue
-			}
-			return "", err
-		}
-		var page listPage
-		if err := json.Unmarshal(body, &page); err != nil {
-			return "", fmt.Errorf("decoding the list of %s: %w", w.gvr.Resource, err)
-		}
-		for _, raw := range page.Items {
+		for _, raw := range c.items {
 			if err := w.handle(ctx, raw, seen); err != nil {
 				return "", err
 			}
 		}
-		if page.Metadata.Continue == "" {
-			w.tracker.listed(w.gvr, w.kind.name, seen)
-			return page.Metadata.ResourceVersion, nil
-		}
-		cont = page.Metadata.Continue
 	}
 }
 
@@ -153,8 +140,10 @@ func (w *watcher) watch(ctx context.Context, rv string) (string, error) {
 		return rv, err
 	}
 	defer stream.Close()
-	dec := json.NewDecoder(stream)
+	in := newObjectReader(stream)
+	dec := json.NewDecoder(in)
 	for {
+		in.startObject(dec.InputOffset())
 		var ev watchEvent
 		if err := dec.Decode(&ev); err != nil {
 			if errors.Is(err, io.EOF) || ctx.Err() != nil {
@@ -244,16 +233,6 @@ func (w *watcher) handle(ctx context.Context, raw json.RawMessage, seen map[objK
 	u.results, u.partial = results, obj.partial
 	u.adopt = w.adoptFirstList && seen != nil
 	return w.tracker.put(ctx, k, u)
-}
-
-// statusError recovers the API server's own error (for example "User x cannot list resource y") from a
-// failed request's body, which the raw client leaves undecoded.
-func statusError(body []byte, err error) error {
-	var st metav1.Status
-	if json.Unmarshal(body, &st) == nil && st.Kind == "Status" && st.Message != "" {
-		return &apierrors.StatusError{ErrStatus: st}
-	}
-	return err
 }
 
 // backoff is an exponential backoff with jitter for retrying API calls.
