@@ -91,10 +91,15 @@ func (r *reportsReceiver) discoverOnce(ctx context.Context, clients *apiClients,
 		}
 		r.unserved[k.name] = !isServed
 	}
+	started := 0
 	for gvr, s := range served {
 		if _, running := r.watchers[gvr]; !running {
-			r.startWatcher(ctx, clients, gvr, s, first && r.store == nil && r.cfg.InitialSync == InitialSyncNone)
+			r.startWatcher(ctx, clients, gvr, s, first, first && r.store == nil && r.cfg.InitialSync == InitialSyncNone)
+			started++
 		}
+	}
+	if first && r.sync.watchersStarted(started) {
+		r.tracker.ifIdle(r.sync.emitterIdle)
 	}
 	for gvr, w := range r.watchers {
 		if _, ok := served[gvr]; !ok && answered[gvr.GroupVersion()] {
@@ -117,13 +122,22 @@ func (r *reportsReceiver) discoverOnce(ctx context.Context, clients *apiClients,
 	}
 }
 
-func (r *reportsReceiver) startWatcher(ctx context.Context, clients *apiClients, gvr schema.GroupVersionResource, s servedResource, adopt bool) {
+// startWatcher starts watching gvr; initial says that it belongs to the initial sync, adopt that its first
+// list is recorded as emitted without emitting it.
+func (r *reportsReceiver) startWatcher(ctx context.Context, clients *apiClients, gvr schema.GroupVersionResource, s servedResource, initial, adopt bool) {
 	wctx, cancel := context.WithCancel(ctx)
 	rw := &runningWatcher{kind: s.kind, cancel: cancel, done: make(chan struct{})}
 	r.watchers[gvr] = rw
 	w := &watcher{
 		gvr: gvr, objKind: s.objKind, kind: s.kind, client: clients.rest, cfg: r.cfg,
 		tracker: r.tracker, problems: r.problems, adoptFirstList: adopt, retry: r.retry, progressed: r.hooks.progressed,
+	}
+	if initial {
+		w.firstListed = func() {
+			if r.sync.firstListDone() {
+				r.tracker.ifIdle(r.sync.emitterIdle)
+			}
+		}
 	}
 	r.set.Logger.Info("Watching report resource", zap.String("resource", gvr.String()), zap.String("kind", s.kind.name))
 	r.telemetry.ReceiverK8sReportsResourcesWatched.Add(ctx, 1)

@@ -51,6 +51,8 @@ type reportsReceiver struct {
 	reportsCounted int64
 	// unserved records the kinds last seen not served, to log each change once.
 	unserved map[string]bool
+	// sync is this leadership's initial sync.
+	sync *initialSync
 
 	retry retryDelays
 	hooks hooks
@@ -136,7 +138,14 @@ func (r *reportsReceiver) startLeading(ctx context.Context) error {
 	}
 	// Reports waiting for the emitter hold at most one report's worth of results more than the one being emitted.
 	r.tracker = newTracker(maxPendingReports, r.cfg.MaxReportRecords, emitted)
-	r.tracker.onIdle = r.hooks.idle
+	sync, tracker := newInitialSync(r.set.Logger), r.tracker
+	r.sync = sync
+	r.tracker.onIdle = func() {
+		sync.emitterIdle(len(tracker.emitted))
+		if r.hooks.idle != nil {
+			r.hooks.idle()
+		}
+	}
 	for k, e := range emitted {
 		r.refusals.update(k, e)
 	}

@@ -199,6 +199,15 @@ func (t *tracker) commit(k objKey, r *emittedReport) {
 	t.emitted[k] = r
 }
 
+// ifIdle calls f, with the tracker locked, if the emitter waits with nothing to take.
+func (t *tracker) ifIdle(f func(reports int)) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if t.idle && len(t.order) == 0 {
+		f(len(t.emitted))
+	}
+}
+
 // size is the number of reports downstream knows about.
 func (t *tracker) size() int {
 	t.mu.Lock()

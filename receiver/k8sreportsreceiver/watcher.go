@@ -35,6 +35,8 @@ type watcher struct {
 	// adoptFirstList records the first list as already emitted (initial_sync: none).
 	adoptFirstList bool
 	retry          retryDelays
+	// firstListed, when set, is called once, when the first list is complete.
+	firstListed func()
 	// progressed, when set, is told each resource version up to which everything was handed to the tracker.
 	progressed func(gvr schema.GroupVersionResource, rv string)
 }
@@ -64,6 +66,10 @@ func (w *watcher) run(ctx context.Context) {
 		w.problems.clear(w)
 		w.adoptFirstList = false
 		w.progress(rv)
+		if w.firstListed != nil {
+			w.firstListed()
+			w.firstListed = nil
+		}
 		retry.reset()
 		for ctx.Err() == nil {
 			rv, err = w.watch(ctx, rv)
