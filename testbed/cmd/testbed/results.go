@@ -78,8 +78,12 @@ func evaluate(tables []table, lines []benchLine, ran map[string]benchStep, want 
 					}
 				}
 				f.summary = summarize(values)
-				if len(values) < want {
-					failures = append(failures, fmt.Sprintf("%s: %s, %s: %d of %d runs measured", t.Title, r.What, f.Label, len(values), want))
+				promised := want
+				if step.Runs > 0 {
+					promised = step.Runs
+				}
+				if len(values) < promised {
+					failures = append(failures, fmt.Sprintf("%s: %s, %s: %d of %d runs measured", t.Title, r.What, f.Label, len(values), promised))
 				}
 				if m.Target != nil && len(values) > 0 {
 					met := m.Target.met(f.summary)
