@@ -40,9 +40,9 @@ var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version:
 // startKube starts etcd and kube-apiserver as internal/k8stest does (same flags, service-account key, token
 // file and certificate directory), but in the background, and waits until the API server is ready.
 func startKube(e env, p ports) error {
-	etcdBin := "/usr/bin/etcd"
+	etcdBin := testproc.CachedBinary("etcd", k8stest.EtcdVersion)
 	if !exists(etcdBin) {
-		etcdBin = "etcd"
+		return fmt.Errorf("etcd not found at %s: run `make test-servers`", etcdBin)
 	}
 	apiserverBin := os.Getenv("KUBE_APISERVER_BIN")
 	if apiserverBin == "" {

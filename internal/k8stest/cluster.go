@@ -1,8 +1,8 @@
 // Copyright The otelcol-policy Authors
 // SPDX-License-Identifier: Apache-2.0
 
-// Package k8stest starts a real Kubernetes control plane for integration tests: etcd (Debian's etcd-server)
-// and kube-apiserver (built by hack/test-servers.sh), on free loopback ports, with token authentication and
+// Package k8stest starts a real Kubernetes control plane for integration tests: etcd and kube-apiserver (both
+// built by hack/test-servers.sh), on free loopback ports, with token authentication and
 // RBAC, so that tests exercise the API server's real list, watch, discovery and authorization behaviour.
 package k8stest // import "github.com/otelcol-policy/otelcol-policy/internal/k8stest"
 
@@ -16,7 +16,6 @@ import (
 	"fmt"
 	"net/http"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -35,6 +34,10 @@ import (
 // KubernetesVersion is the kube-apiserver release hack/test-servers.sh builds.
 const KubernetesVersion = "v1.36.3"
 
+// EtcdVersion is the etcd release hack/test-servers.sh builds: one kube-apiserver 1.36 supports, which serves
+// consistent lists from its watch cache.
+const EtcdVersion = "v3.6.16"
+
 // Tokens of the users the API server knows. AdminToken is in system:masters; the others have no rights until a
 // test grants them some with RBAC.
 const (
@@ -51,9 +54,9 @@ type Cluster struct {
 
 // binaries finds etcd and kube-apiserver, or explains how to get them.
 func binaries() (etcd, apiserver string, err error) {
-	etcd, err = exec.LookPath("etcd")
-	if err != nil {
-		return "", "", fmt.Errorf("etcd not found: run hack/test-servers.sh (make test does)")
+	etcd = testproc.CachedBinary("etcd", EtcdVersion)
+	if _, err := os.Stat(etcd); err != nil {
+		return "", "", fmt.Errorf("etcd not found at %s: run hack/test-servers.sh (make test does)", etcd)
 	}
 	apiserver = os.Getenv("KUBE_APISERVER_BIN")
 	if apiserver == "" {
