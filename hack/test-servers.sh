@@ -11,6 +11,13 @@ mkdir -p "$BIN_DIR"
 
 log() { echo "test-servers: $*" >&2; }
 
+# build_failed NAME DIR reports a failed build with the end of DIR/build.log and exits.
+build_failed() {
+  log "$1 build failed, see $2/build.log"
+  tail -20 "$2/build.log" >&2
+  exit 1
+}
+
 as_root() {
   if [[ $(id -u) == 0 ]]; then "$@"; else sudo "$@"; fi
 }
@@ -29,7 +36,7 @@ build_etcd() {
   printf 'module etcd-build\n\ngo 1.26.0\n\nrequire go.etcd.io/etcd/server/v3 %s\n' "$ETCD_VERSION" > "$dir/go.mod"
   printf '//go:build tools\n\npackage tools\n\nimport _ "go.etcd.io/etcd/server/v3"\n' > "$dir/tools.go"
   (cd "$dir" && go mod tidy && go build -o "$bin.tmp" go.etcd.io/etcd/server/v3) >"$dir/build.log" 2>&1 ||
-    { log "etcd build failed, see $dir/build.log"; tail -20 "$dir/build.log" >&2; exit 1; }
+    build_failed "etcd" "$dir"
   mv "$bin.tmp" "$bin"
 }
 
@@ -76,7 +83,7 @@ install_opa() {
   local dir=$CACHE_DIR/opa-build-$OPA_VERSION
   mkdir -p "$dir"
   GOBIN=$dir go install "github.com/open-policy-agent/opa@$OPA_VERSION" 2>"$dir/build.log" ||
-    { log "opa build failed, see $dir/build.log"; tail -20 "$dir/build.log" >&2; exit 1; }
+    build_failed "opa" "$dir"
   mv "$dir/opa" "$bin"
 }
 
@@ -93,7 +100,7 @@ install_minio() {
     local dir=$CACHE_DIR/$name-build-$version
     mkdir -p "$dir"
     GOBIN=$dir go install "github.com/minio/$name@$version" 2>"$dir/build.log" ||
-      { log "$name build failed, see $dir/build.log"; tail -20 "$dir/build.log" >&2; exit 1; }
+      build_failed "$name" "$dir"
     mv "$dir/$name" "$bin"
   done
 }
@@ -139,7 +146,7 @@ install_gatekeeper() {
   local dir=$CACHE_DIR/gatekeeper-build-$GATEKEEPER_VERSION
   mkdir -p "$dir"
   GOBIN=$dir go install "$module" 2>"$dir/build.log" ||
-    { log "gatekeeper build failed, see $dir/build.log"; tail -20 "$dir/build.log" >&2; exit 1; }
+    build_failed "gatekeeper" "$dir"
   mv "$dir/gatekeeper" "$bin"
 }
 
@@ -152,7 +159,7 @@ install_helm() {
   local dir=$CACHE_DIR/helm-build-$HELM_VERSION
   mkdir -p "$dir"
   GOBIN=$dir go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" 2>"$dir/build.log" ||
-    { log "helm build failed, see $dir/build.log"; tail -20 "$dir/build.log" >&2; exit 1; }
+    build_failed "helm" "$dir"
   mv "$dir/helm" "$bin"
 }
 
