@@ -79,7 +79,7 @@ func TestHandoverUnderLoad(t *testing.T) {
 	mark := func(name string) { marks = append(marks, procsample.Mark{Name: name, T: samplers[0].Elapsed()}) }
 
 	a.start(t)
-	a.c.WaitOutput(startedLeading, time.Minute)
+	a.c().WaitOutput(startedLeading, time.Minute)
 	b.start(t)
 	killAt := float64(in.results() * sc.KillAtPercent / 100)
 	a.waitFor(t, 5*time.Minute, "otelcol_exporter_sent_log_records", "", func(v float64) bool { return v >= killAt })
@@ -92,7 +92,7 @@ func TestHandoverUnderLoad(t *testing.T) {
 	require.Less(t, res.AtKill, in.results(), "A was killed before it had exported everything")
 
 	b.healthy()
-	b.c.WaitOutput(startedLeading, time.Minute)
+	b.c().WaitOutput(startedLeading, time.Minute)
 	res.LeaseTakeoverS = seconds(time.Since(killed))
 	mark("B leads")
 	// B has finished once its receiver holds every report as emitted and its queue is empty: what B emitted was
@@ -113,7 +113,7 @@ func TestHandoverUnderLoad(t *testing.T) {
 	a.waitDrained(t, time.Minute)
 	res.ARestartDrainS = seconds(time.Since(a.started))
 	mark("A drained")
-	assert.NotContains(t, a.c.Output(), startedLeading, "the restarted A follows")
+	assert.NotContains(t, a.c().Output(), startedLeading, "the restarted A follows")
 
 	// B's receiver is idle and both queues are empty: every result that will ever arrive has arrived.
 	got, err := ha.delivered(want.keys)
@@ -137,8 +137,8 @@ func TestHandoverUnderLoad(t *testing.T) {
 		res.PeakRSSMB = max(res.PeakRSSMB, series.PeakRSSMB)
 		require.NoError(t, series.Write(procsample.ResultsDir()), "series of replica %d", i)
 	}
-	a.c.Stop()
-	b.c.Stop()
+	a.c().Stop()
+	b.c().Stop()
 
 	ref := reference(t, cfg, kubeconfig, in, want)
 	res.ReferenceSyncS = ref.syncS
@@ -200,12 +200,12 @@ func reference(t *testing.T, cfg statefulSetConfig, kubeconfig string, in input,
 	tl := newTally(in.results())
 	r := newReplica(t, cfg, kubeconfig, t.TempDir(), "reference", referenceLease, tl.sink(t, 0).URL)
 	r.start(t)
-	r.c.WaitOutput(startedLeading, time.Minute)
+	r.c().WaitOutput(startedLeading, time.Minute)
 	r.waitFor(t, 5*time.Minute, "otelcol_receiver_k8s_reports_reports", "", func(v float64) bool { return v == float64(in.reports) })
 	r.waitDrained(t, time.Minute)
 	u := uninterrupted{syncS: seconds(time.Since(r.started))}
 	settle(tl, want)
-	r.c.Stop()
+	r.c().Stop()
 	d, err := tl.delivered(want.keys)
 	require.NoError(t, err)
 	require.Zero(t, d.Missing, "the uninterrupted replica exported every result")

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -113,12 +114,13 @@ func loadStatefulSetConfig(t *testing.T) statefulSetConfig {
 // replica is one collector of the StatefulSet: its own queue directory and ports, which it keeps across a
 // restart as a StatefulSet's Pod keeps its claim and name, and the state directory it shares with the others.
 type replica struct {
-	name             string
-	dir              string
-	env              []string
-	configs          []string
-	health, metrics  int
-	c                *collectortest.Collector
+	name            string
+	dir             string
+	env             []string
+	configs         []string
+	health, metrics int
+	// running is the current process; the sampler reads it from its goroutine.
+	running          atomic.Pointer[collectortest.Collector]
 	started, stopped time.Time
 }
 
@@ -140,22 +142,25 @@ func newReplica(t *testing.T, cfg statefulSetConfig, kubeconfig, shared, name, l
 
 // start runs the replica, or runs it again on the same directories and ports.
 func (r *replica) start(t *testing.T) {
-	r.c = collectortest.StartEnv(t, r.dir, r.env, r.configs...)
+	r.running.Store(collectortest.StartEnv(t, r.dir, r.env, r.configs...))
 	r.started = time.Now()
 }
 
-func (r *replica) healthy() { r.c.WaitHealthy(collectortest.HealthURL(r.health)) }
+// c is the replica's current process.
+func (r *replica) c() *collectortest.Collector { return r.running.Load() }
+
+func (r *replica) healthy() { r.c().WaitHealthy(collectortest.HealthURL(r.health)) }
 
 // kill ends the process with SIGKILL, as an OOM kill or a node failure does, and waits until it is gone.
 func (r *replica) kill(t *testing.T) {
-	require.NoError(t, syscall.Kill(r.c.Pid(), syscall.SIGKILL))
-	<-r.c.Exited()
+	require.NoError(t, syscall.Kill(r.c().Pid(), syscall.SIGKILL))
+	<-r.c().Exited()
 	r.stopped = time.Now()
 }
 
 // pid is the running process's id, 0 while none runs: for the sampler, which reads it from its goroutine.
 func (r *replica) pid() int {
-	c := r.c
+	c := r.c()
 	if c == nil {
 		return 0
 	}
