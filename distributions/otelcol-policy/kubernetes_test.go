@@ -1321,25 +1321,8 @@ current-context: test
 		dir := filepath.Join(t.TempDir(), name)
 		require.NoError(t, os.MkdirAll(dir, 0o700))
 		health, metrics := collectortest.FreePort(t), collectortest.FreePort(t)
-		// Only what differs outside a pod: the API server (no in-cluster token here), the volumes' paths and
-		// the health port.
 		overlay := filepath.Join(dir, "overlay.yaml")
-		require.NoError(t, os.WriteFile(overlay, fmt.Appendf(nil, `extensions:
-  health_check: {endpoint: "127.0.0.1:%d"}
-  k8s_leader_elector: {auth_type: kubeConfig, lease_duration: 6s, renew_deadline: 4s, retry_period: 1s}
-  k8s_events: {auth_type: kubeConfig}
-  file_storage/shared: {directory: %s}
-  file_storage/queue: {directory: %s}
-receivers:
-  k8s_reports: {auth_type: kubeConfig}
-# Intervals of a second rather than 30: the test waits for the emissions.
-processors:
-  policy_aggregate: {interval: 1s}
-connectors:
-  policy_metrics: {interval: 1s}
-service:
-  telemetry:
-%s`, health, shared, filepath.Join(dir, "queue"), collectortest.MetricsTelemetry(metrics)), 0o600))
+		collectortest.ReplicaOverlay{Health: health, Metrics: metrics, Shared: shared, Queue: filepath.Join(dir, "queue")}.Write(t, overlay)
 		// What the downward API gives a replica's pod.
 		pod := []string{"K8S_POD_NAME=otelcol-policy-" + name, "K8S_POD_NAMESPACE=" + saNamespace, "K8S_POD_UID=" + downwardExample["metadata.uid"]}
 		c := collectortest.StartEnv(t, dir, append([]string{"KUBECONFIG=" + kubeconfig, "CLUSTER_NAME=test", "OTLP_ENDPOINT=" + sink.URL}, pod...), base, overlay)

@@ -26,11 +26,22 @@ type OTLPSink struct {
 	mu      sync.Mutex
 	logs    []plog.Logs
 	metrics []pmetric.Metrics
+	// onLogs and onMetrics, when set, take each request's data instead of the sink, with mu held.
+	onLogs    func(plog.Logs)
+	onMetrics func(pmetric.Metrics)
 }
 
 // StartOTLPSink serves a sink on loopback until the test ends.
-func StartOTLPSink(t testing.TB) *OTLPSink {
-	s := &OTLPSink{}
+func StartOTLPSink(t testing.TB) *OTLPSink { return (&OTLPSink{}).serve(t) }
+
+// StartOTLPFunc serves a sink that hands every request's logs and metrics to the functions, one request at a
+// time, instead of keeping them (Each and Metrics do not see them): for tests that tally more records than they
+// could keep. A nil function leaves that signal kept.
+func StartOTLPFunc(t testing.TB, logs func(plog.Logs), metrics func(pmetric.Metrics)) *OTLPSink {
+	return (&OTLPSink{onLogs: logs, onMetrics: metrics}).serve(t)
+}
+
+func (s *OTLPSink) serve(t testing.TB) *OTLPSink {
 	srv := httptest.NewServer(s)
 	t.Cleanup(srv.Close)
 	s.URL = srv.URL
@@ -57,10 +68,10 @@ func (s *OTLPSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	var keep func()
 	if r.URL.Path == "/v1/metrics" {
 		m := pmetricotlp.NewExportRequest()
-		req, resp, keep = m, pmetricotlp.NewExportResponse(), func() { s.metrics = append(s.metrics, m.Metrics()) }
+		req, resp, keep = m, pmetricotlp.NewExportResponse(), func() { s.keepMetrics(m.Metrics()) }
 	} else {
 		l := plogotlp.NewExportRequest()
-		req, resp, keep = l, plogotlp.NewExportResponse(), func() { s.logs = append(s.logs, l.Logs()) }
+		req, resp, keep = l, plogotlp.NewExportResponse(), func() { s.keepLogs(l.Logs()) }
 	}
 	if err := req.UnmarshalProto(body); err != nil {
 		http.Error(w, err.Error(), http.StatusBadRequest)
@@ -72,6 +83,22 @@ func (s *OTLPSink) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	out, _ := resp.MarshalProto()
 	w.Header().Set("Content-Type", "application/x-protobuf")
 	_, _ = w.Write(out)
+}
+
+func (s *OTLPSink) keepLogs(ld plog.Logs) {
+	if s.onLogs != nil {
+		s.onLogs(ld)
+		return
+	}
+	s.logs = append(s.logs, ld)
+}
+
+func (s *OTLPSink) keepMetrics(md pmetric.Metrics) {
+	if s.onMetrics != nil {
+		s.onMetrics(md)
+		return
+	}
+	s.metrics = append(s.metrics, md)
 }
 
 // Metrics are the metrics received so far, in arrival order.
@@ -87,6 +114,6 @@ func (s *OTLPSink) Each(f func(res pcommon.Resource, lr plog.LogRecord)) {
 	logs := s.logs
 	s.mu.Unlock()
 	for _, ld := range logs {
-		eachLogRecord(ld, f)
+		EachLogRecord(ld, f)
 	}
 }

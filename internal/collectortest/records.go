@@ -22,7 +22,7 @@ func EachFileRecord(t testing.TB, path string, f func(res pcommon.Resource, lr p
 		if err != nil {
 			t.Fatalf("%s: %v", path, err)
 		}
-		eachLogRecord(ld, f)
+		EachLogRecord(ld, f)
 	}
 }
 
@@ -37,7 +37,8 @@ func CompleteLines(t testing.TB, path string) iter.Seq[[]byte] {
 	return bytes.Lines(data[:bytes.LastIndexByte(data, '\n')+1])
 }
 
-func eachLogRecord(ld plog.Logs, f func(res pcommon.Resource, lr plog.LogRecord)) {
+// EachLogRecord calls f for every log record of ld with its resource.
+func EachLogRecord(ld plog.Logs, f func(res pcommon.Resource, lr plog.LogRecord)) {
 	for _, rl := range ld.ResourceLogs().All() {
 		for _, sl := range rl.ScopeLogs().All() {
 			for _, lr := range sl.LogRecords().All() {

@@ -30,6 +30,7 @@ type deliveryPackage struct {
 var deliveryPackages = []deliveryPackage{
 	{Name: "crash", Timeout: 20 * time.Minute, About: 2*time.Minute + 15*time.Second},
 	{Name: "restart", Timeout: 10 * time.Minute, About: 30 * time.Second},
+	{Name: "handover", Timeout: 20 * time.Minute, About: 2 * time.Minute},
 	{Name: "badinput", Timeout: 10 * time.Minute, About: 60 * time.Second},
 	{Name: "hostile", Timeout: 20 * time.Minute, About: 4 * time.Minute},
 	// The four outages run at the same time: each is a parallel test mostly waiting on its backend's outage.

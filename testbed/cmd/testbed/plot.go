@@ -13,6 +13,7 @@ import (
 	"math"
 	"os"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -272,15 +273,42 @@ func addLine(p *plot.Plot, pts plotter.XYs, c color.Color, legend string, dashes
 	if len(pts) == 0 {
 		return
 	}
-	l, err := plotter.NewLine(pts)
-	if err != nil {
-		return // NaN or Inf in the data: the panel stays without this line rather than failing the suite
+	for i, seg := range splitAtGaps(pts) {
+		l, err := plotter.NewLine(seg)
+		if err != nil {
+			return // NaN or Inf in the data: the panel stays without this line rather than failing the suite
+		}
+		l.Color = c
+		l.Width = vg.Points(1.5)
+		l.Dashes = dashes
+		p.Add(l)
+		if i == 0 {
+			p.Legend.Add(legend, l)
+		}
 	}
-	l.Color = c
-	l.Width = vg.Points(1.5)
-	l.Dashes = dashes
-	p.Add(l)
-	p.Legend.Add(legend, l)
+}
+
+// splitAtGaps cuts a line where no sample was taken for longer than four of its usual intervals: no process ran
+// (a collector killed and restarted only later), and a line across that time would show values nobody measured.
+func splitAtGaps(pts plotter.XYs) []plotter.XYs {
+	if len(pts) < 3 {
+		return []plotter.XYs{pts}
+	}
+	steps := make([]float64, 0, len(pts)-1)
+	for i := 1; i < len(pts); i++ {
+		steps = append(steps, pts[i].X-pts[i-1].X)
+	}
+	slices.Sort(steps)
+	limit := 4 * steps[len(steps)/2]
+	var out []plotter.XYs
+	start := 0
+	for i := 1; i < len(pts); i++ {
+		if pts[i].X-pts[i-1].X > limit {
+			out = append(out, pts[start:i])
+			start = i
+		}
+	}
+	return append(out, pts[start:])
 }
 
 // addRestarts marks each collector restart (a new process) with a vertical dashed line over the panel.

@@ -9,6 +9,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"gonum.org/v1/plot/plotter"
 )
 
 func TestPlot(t *testing.T) {
@@ -72,6 +74,22 @@ func TestPlot(t *testing.T) {
 	}
 	if err := writePlot(&b, nil); err == nil {
 		t.Error("a plot without series")
+	}
+}
+
+// A collector that was down for a while has no samples then: its lines stop and start again rather than
+// joining the last sample before with the first after.
+func TestSplitAtGaps(t *testing.T) {
+	var pts plotter.XYs
+	for _, x := range []float64{0, 0.25, 0.5, 0.75, 1, 9, 9.25, 9.5, 9.75} {
+		pts = append(pts, plotter.XY{X: x, Y: x})
+	}
+	segs := splitAtGaps(pts)
+	if len(segs) != 2 || len(segs[0]) != 5 || len(segs[1]) != 4 {
+		t.Errorf("segments %v", segs)
+	}
+	if segs := splitAtGaps(pts[:5]); len(segs) != 1 || len(segs[0]) != 5 {
+		t.Errorf("a line without a gap cut: %v", segs)
 	}
 }
 

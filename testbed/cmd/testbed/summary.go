@@ -61,6 +61,24 @@ func summaryRow(name string, m map[string]any) deliveryRow {
 		r.Accepted, r.Arrived = exact(want)+" expected", exact(got)
 		r.Lost, r.Duplicates = exact(max(want-(got-extra), 0)), exact(extra)+" unexpected"
 	}
+	// The leader's handover: every result of the reports, and the duplicates by cause against their bounds.
+	if want, ok := f("results"); ok {
+		got, _ := f("distinct_results")
+		missing, _ := f("missing")
+		r.Accepted, r.Arrived, r.Lost = exact(want)+" results", exact(got), exact(missing)
+		reemitted, _ := f("duplicates_reemitted")
+		reemitBound, _ := f("duplicates_reemitted_bound")
+		replayed := 0.0
+		if rs, ok := m["duplicates_replayed"].([]any); ok {
+			for _, x := range rs {
+				v, _ := x.(float64)
+				replayed += v
+			}
+		}
+		replayBound, _ := f("duplicates_replayed_bound")
+		r.Duplicates = fmt.Sprintf("%s re-emitted (≤ %s), %s replayed (≤ %s)", exact(reemitted), exact(reemitBound),
+			exact(replayed), exact(replayBound))
+	}
 	if v, ok := f("peak_rss_mb"); ok {
 		r.PeakRSS = num(v) + " MB"
 	}
@@ -106,17 +124,42 @@ func summaryRow(name string, m map[string]any) deliveryRow {
 	if v, ok := f("caught_up_after_s"); ok && v >= 0 {
 		add("client caught up %s s after the recovery", num(v))
 	}
-	if v, ok := f("all_arrived_after_s"); ok {
-		add("all arrived %s s after it", num(v))
+	if v, ok := f("a_exported_at_kill"); ok {
+		if total, _ := f("results"); total > 0 {
+			add("leader SIGKILLed with %s %% exported", num(100*v/total))
+		}
 	}
-	if v, ok := f("drain_s"); ok {
-		add("all stored %s s after the stream", num(v))
+	for _, t := range times {
+		if v, ok := f(t.key); ok {
+			add(t.format, num(v))
+		}
 	}
-	if v, ok := f("expected_after_s"); ok {
-		add("all expected records %s s after the start", num(v))
+	if s, ok := m["summaries_match_uninterrupted"].(bool); ok {
+		if g, _ := m["gauges_match_uninterrupted"].(bool); s && g {
+			add("summaries and gauges equal to an uninterrupted run's")
+		} else {
+			add("summaries %s, gauges %s an uninterrupted run's", equalTo(s), equalTo(g))
+		}
 	}
 	r.Figures = strings.Join(figs, "; ")
 	return r
+}
+
+// times are the figures in seconds that read the same in every run that has them, in the order shown.
+var times = []struct{ key, format string }{
+	{"all_arrived_after_s", "all arrived %s s after it"},
+	{"drain_s", "all stored %s s after the stream"},
+	{"expected_after_s", "all expected records %s s after the start"},
+	{"b_leads_s", "the other leads %s s after the kill"},
+	{"b_first_export_s", "exports %s s after it"},
+	{"all_exported_s", "every result exported %s s after it"},
+}
+
+func equalTo(equal bool) string {
+	if equal {
+		return "equal to"
+	}
+	return "**differ** from"
 }
 
 // exact formats a number of things exactly (num keeps three significant figures, right for rates only).

@@ -45,6 +45,26 @@ func TestSummaryRow(t *testing.T) {
 			want: deliveryRow{Run: "restart-1000-reports", Accepted: "300 expected", Arrived: "301", Lost: "0",
 				Duplicates: "1 unexpected", PeakRSS: "–", Figures: "all expected records 1.31 s after the start"},
 		},
+		{
+			name: "handover-full",
+			json: `{"scale":"full","reports":10000,"results":190000,"distinct_results":190000,"missing":0,"duplicates":1003,
+				"duplicates_reemitted":1003,"duplicates_replayed":[0,0],"duplicates_reemitted_bound":1018,
+				"duplicates_replayed_bound":19990,"a_exported_at_kill":57000,"b_leads_s":6.2,"b_first_export_s":7.05,
+				"all_exported_s":21.4,"summaries_match_uninterrupted":true,"gauges_match_uninterrupted":false,"peak_rss_mb":201.3}`,
+			want: deliveryRow{Run: "handover-full", Accepted: "190,000 results", Arrived: "190,000", Lost: "0",
+				Duplicates: "1,003 re-emitted (≤ 1,018), 0 replayed (≤ 19,990)", PeakRSS: "201 MB",
+				Figures: "leader SIGKILLed with 30 % exported; the other leads 6.20 s after the kill; exports 7.05 s after it; " +
+					"every result exported 21.4 s after it; summaries equal to, gauges **differ** from an uninterrupted run's"},
+		},
+		{
+			name: "handover-small",
+			json: `{"results":19000,"distinct_results":18999,"missing":1,"duplicates_reemitted":0,"duplicates_replayed":[1000,0],
+				"duplicates_reemitted_bound":1018,"duplicates_replayed_bound":19990,"summaries_match_uninterrupted":true,
+				"gauges_match_uninterrupted":true}`,
+			want: deliveryRow{Run: "handover-small", Accepted: "19,000 results", Arrived: "18,999", Lost: "1",
+				Duplicates: "0 re-emitted (≤ 1,018), 1,000 replayed (≤ 19,990)", PeakRSS: "–",
+				Figures: "summaries and gauges equal to an uninterrupted run's"},
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var m map[string]any
