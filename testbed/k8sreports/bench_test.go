@@ -19,14 +19,11 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/require"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
-	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
-	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
@@ -35,13 +32,13 @@ import (
 	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
 	"github.com/otelcol-policy/otelcol-policy/internal/promtext"
 	"github.com/otelcol-policy/otelcol-policy/testbed/internal/procsample"
+	"github.com/otelcol-policy/otelcol-policy/testbed/internal/pssreports"
 )
 
 const (
-	namespaces       = 50
-	defaultReports   = 10000
-	resultsPerReport = 19
-	changedReports   = 1000
+	namespaces     = 50
+	defaultReports = 10000
+	changedReports = 1000
 )
 
 // reportCount is how many reports the benchmark creates: BENCH_REPORTS, default 10,000; the scale run of the
@@ -57,89 +54,7 @@ func reportCount(b *testing.B) int {
 	return n
 }
 
-var gvr = schema.GroupVersionResource{Group: "wgpolicyk8s.io", Version: "v1alpha2", Resource: "policyreports"}
-
-// The Pod Security Standards "restricted" policies and rules Kyverno evaluates for each Pod.
-var pssRules = [resultsPerReport][2]string{
-	{"disallow-capabilities", "adding-capabilities"},
-	{"disallow-capabilities-strict", "require-drop-all"},
-	{"disallow-capabilities-strict", "adding-capabilities-strict"},
-	{"disallow-host-namespaces", "host-namespaces"},
-	{"disallow-host-path", "host-path"},
-	{"disallow-host-ports", "host-ports-none"},
-	{"disallow-host-process", "host-process-containers"},
-	{"disallow-privilege-escalation", "privilege-escalation"},
-	{"disallow-privileged-containers", "privileged-containers"},
-	{"disallow-proc-mount", "check-proc-mount"},
-	{"disallow-selinux", "selinux-type"},
-	{"disallow-selinux", "selinux-user-role"},
-	{"require-run-as-non-root-user", "run-as-non-root-user"},
-	{"require-run-as-nonroot", "run-as-non-root"},
-	{"restrict-apparmor-profiles", "app-armor"},
-	{"restrict-seccomp", "check-seccomp"},
-	{"restrict-seccomp-strict", "check-seccomp-strict"},
-	{"restrict-sysctls", "check-sysctls"},
-	{"restrict-volume-types", "restricted-volumes"},
-}
-
-func report(ns string, i int, failRule int) *unstructured.Unstructured {
-	pod := fmt.Sprintf("app-%d-7d9f8c6b5-x%04d", i%40, i)
-	uid := fmt.Sprintf("0b7f7c1e-%04d-4c1e-9f35-%012d", i%10000, i)
-	results := make([]any, resultsPerReport)
-	for j, pr := range pssRules {
-		outcome, msg := "pass", fmt.Sprintf("validation rule '%s' passed.", pr[1])
-		if j == failRule {
-			outcome = "fail"
-			msg = fmt.Sprintf("validation error: the pod spec violates %s. rule %s failed at path /spec/containers/0/securityContext/", pr[0], pr[1])
-		}
-		results[j] = map[string]any{
-			"source": "kyverno", "policy": pr[0], "rule": pr[1], "result": outcome, "message": msg,
-			"category": "Pod Security Standards (Restricted)", "severity": "medium", "scored": true,
-			"timestamp":  map[string]any{"seconds": int64(1763800000), "nanos": int64(0)},
-			"properties": map[string]any{"process": "background scan"},
-		}
-	}
-	return &unstructured.Unstructured{Object: map[string]any{
-		"apiVersion": "wgpolicyk8s.io/v1alpha2", "kind": "PolicyReport",
-		"metadata": map[string]any{"name": uid, "namespace": ns, "labels": map[string]any{
-			"app.kubernetes.io/managed-by": "kyverno"}},
-		"scope":   map[string]any{"apiVersion": "v1", "kind": "Pod", "namespace": ns, "name": pod, "uid": uid},
-		"summary": map[string]any{"pass": int64(resultsPerReport), "fail": int64(0)},
-		"results": results,
-	}}
-}
-
-// parallel runs f for 0..n-1 on workers goroutines.
-func parallel(n, workers int, f func(i int) error) error {
-	var wg sync.WaitGroup
-	errs := make(chan error, workers)
-	next := make(chan int)
-	for range workers {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if err := f(i); err != nil {
-					select {
-					case errs <- err:
-					default:
-					}
-				}
-			}
-		}()
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	select {
-	case err := <-errs:
-		return err
-	default:
-		return nil
-	}
-}
+var gvr = pssreports.GVR
 
 // setup is one collector configuration the benchmark measures.
 type setup struct {
@@ -211,7 +126,7 @@ func BenchmarkK8sReports(b *testing.B) {
 	require.NoError(b, err)
 	defer stop()
 	root := collectortest.RepoRoot(b)
-	cluster.InstallCRDs(b, filepath.Join(root, "receiver", "k8sreportsreceiver", "testdata", "crds", "wgpolicyk8s.io.yaml"))
+	cluster.InstallCRDs(b, filepath.Join(root, pssreports.CRD))
 	_, dc := cluster.Clients(b)
 
 	start := time.Now()
@@ -219,9 +134,9 @@ func BenchmarkK8sReports(b *testing.B) {
 		cluster.CreateNamespace(b, fmt.Sprintf("ns-%02d", n))
 	}
 	total := reportCount(b)
-	require.NoError(b, parallel(total, 32, func(i int) error {
+	require.NoError(b, pssreports.Parallel(total, 32, func(i int) error {
 		ns := fmt.Sprintf("ns-%02d", i%namespaces)
-		_, err := dc.Resource(gvr).Namespace(ns).Create(context.Background(), report(ns, i, -1), metav1.CreateOptions{})
+		_, err := dc.Resource(gvr).Namespace(ns).Create(context.Background(), pssreports.Report(ns, i, -1), metav1.CreateOptions{})
 		return err
 	}))
 	b.Logf("created %d PolicyReports in %s", total, time.Since(start).Round(time.Millisecond))
@@ -286,7 +201,7 @@ service:
 	// The floor of this run, measured right before the collector starts, against the same API server state.
 	floor := listFloor(b, cluster, total)
 
-	want := float64(total * resultsPerReport)
+	want := float64(total * pssreports.ResultsPerReport)
 	started := time.Now()
 	env := []string{"KUBECONFIG=" + cluster.Kubeconfig(b, k8stest.AdminToken)}
 	if s.gomemlimit != "" {
@@ -313,13 +228,13 @@ service:
 	// One result changes in each of 1,000 reports.
 	marks = append(marks, procsample.Mark{Name: "patches start", T: sampler.Elapsed()})
 	burstStart := time.Now()
-	require.NoError(b, parallel(changedReports, 32, func(i int) error {
+	require.NoError(b, pssreports.Parallel(changedReports, 32, func(i int) error {
 		ns := fmt.Sprintf("ns-%02d", i%namespaces)
-		j := i % resultsPerReport
+		j := i % pssreports.ResultsPerReport
 		patch := fmt.Sprintf(`[{"op":"replace","path":"/results/%d/result","value":"fail"},`+
 			`{"op":"replace","path":"/results/%d/message","value":"validation error: rule %s failed (change %d)"}]`,
-			j, j, pssRules[j][1], round)
-		_, err := dc.Resource(gvr).Namespace(ns).Patch(context.Background(), report(ns, i, -1).GetName(),
+			j, j, pssreports.Rules[j][1], round)
+		_, err := dc.Resource(gvr).Namespace(ns).Patch(context.Background(), pssreports.Report(ns, i, -1).GetName(),
 			types.JSONPatchType, []byte(patch), metav1.PatchOptions{})
 		return err
 	}))
@@ -365,7 +280,7 @@ func restartNothingChanged(b *testing.B, dir string, env []string, cfgPath strin
 	require.Zero(b, sent, "records exported after a restart with nothing changed")
 	peak := peakRSS(b, c)
 	c.Stop()
-	results := float64(total * resultsPerReport)
+	results := float64(total * pssreports.ResultsPerReport)
 	b.Logf("restart with nothing changed: synced %s after the process started (the receiver says %s s), no record; state file %.1f MB (%.0f bytes/result); live heap %.1f MB (%.0f bytes/result); peak RSS %.0f MB",
 		restart.Round(time.Millisecond), line.Duration, float64(state.Size())/1e6, float64(state.Size())/results, heap/1e6, heap/results, peak)
 	b.ReportMetric(restart.Seconds(), "restart-s")
