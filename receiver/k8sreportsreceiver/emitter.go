@@ -5,6 +5,8 @@ package k8sreportsreceiver // import "github.com/otelcol-policy/otelcol-policy/r
 
 import (
 	"context"
+	"maps"
+	"sync"
 	"time"
 
 	"go.opentelemetry.io/collector/consumer/consumererror"
@@ -25,7 +27,7 @@ type batchItem struct {
 	key     objKey
 	kind    string
 	records []outRecord
-	sent    int            // records accepted in earlier batches
+	planned int            // records placed in batches so far; the builder's alone
 	next    *emittedReport // nil: the report is gone
 	isNew   bool
 	// unchanged: the same version as the one committed, read again (a relist, a restart), with nothing to
@@ -42,6 +44,8 @@ type batch struct {
 	bytes int // of their bodies
 	// states are the states the reports in this batch will have once it is committed.
 	states map[objKey]*emittedReport
+	// logs are the batch's records, built ahead for its first attempt.
+	logs plog.Logs
 }
 
 type batchPart struct {
@@ -49,43 +53,129 @@ type batchPart struct {
 	from, to int
 }
 
-// emit is the single goroutine that turns waiting reports into records. It commits a report's new state only
-// after the pipeline accepted all its records, which may take several batches, and retries a refused batch
-// until it is accepted or the receiver stops: what was not accepted is not remembered as emitted, so it is
-// emitted again after a restart or by the next leader.
+// rest is the report whose records continue in the next batch, if any.
+func (b *batch) rest() *batchItem {
+	if n := len(b.parts); n > 0 && b.parts[n-1].to < len(b.parts[n-1].item.records) {
+		return b.parts[n-1].item
+	}
+	return nil
+}
+
+// emit turns waiting reports into records in two stages, so that the next batch is diffed and built while the
+// pipeline takes this one: a builder (buildBatches) and this goroutine, which hands each batch to the
+// pipeline and commits it. It commits a report's new state only after the pipeline accepted all its records,
+// which may take several batches, and retries a refused batch until it is accepted or the receiver stops: what
+// was not accepted is not remembered as emitted, so it is emitted again after a restart or by the next leader.
 func (r *reportsReceiver) emit(ctx context.Context) {
-	retry := newBackoff(time.Second, 30*time.Second)
-	var rest *batchItem // a report whose records continue in the next batch
-	for {
-		b := r.nextBatch(rest)
-		if len(b.parts) == 0 {
-			return
+	ctx, cancel := context.WithCancel(ctx)
+	batches := make(chan *batch)
+	inflight := newInflight()
+	go r.buildBatches(ctx, batches, inflight)
+	defer func() {
+		cancel()
+		for range batches { //nolint:revive // drains the builder until it stopped
 		}
+	}()
+	retry := newBackoff(time.Second, 30*time.Second)
+	for b := range batches {
 		if b.n > 0 && !r.consume(ctx, b, retry) {
 			return
 		}
-		rest = r.commit(ctx, b)
+		r.commit(ctx, b)
+		inflight.done(b)
+		r.tracker.nudge()
+	}
+}
+
+// buildBatches is the builder: it fills batches from the tracker and sends them, at most one waiting while
+// another is consumed, until the tracker closes or ctx ends. A report taken while an earlier version is still
+// in a batch not committed is diffed against that version's state (inflight). The tracker counts the emitter
+// idle only while the builder waits and every batch it sent was committed.
+func (r *reportsReceiver) buildBatches(ctx context.Context, out chan<- *batch, inflight *inflight) {
+	defer close(out)
+	var rest *batchItem // a report whose records continue in the next batch
+	for {
+		b := r.nextBatch(rest, inflight)
+		if len(b.parts) == 0 {
+			return // the tracker closed
+		}
+		if b.n > 0 {
+			b.logs = r.toLogs(b)
+		}
+		rest = b.rest()
+		inflight.add(b)
+		select {
+		case out <- b:
+		case <-ctx.Done():
+			return
+		}
 	}
 }
 
 // nextBatch fills a batch up to max_batch_records and max_batch_bytes: first with the rest of the report
 // continued from the last batch, then with waiting reports, blocking only while the batch is empty.
-func (r *reportsReceiver) nextBatch(rest *batchItem) *batch {
+func (r *reportsReceiver) nextBatch(rest *batchItem, inflight *inflight) *batch {
 	b := &batch{states: map[objKey]*emittedReport{}}
 	if rest != nil {
 		b.fill(rest, r.cfg)
 	}
 	for b.open(r.cfg) {
-		k, u, prev, ok := r.tracker.take(len(b.parts) == 0)
+		k, u, prev, ok := r.tracker.take(len(b.parts) == 0, inflight.empty)
 		if !ok {
 			break
 		}
 		if next, inBatch := b.states[k]; inBatch {
 			prev = next // an earlier version in this batch is committed before this one
+		} else if next, sent := inflight.state(k); sent {
+			prev = next // so is one in a batch on its way
 		}
 		b.fill(r.prepare(k, u, prev), r.cfg)
 	}
 	return b
+}
+
+// inflight are the batches the builder sent that were not committed yet, and the states they will commit.
+type inflight struct {
+	mu      sync.Mutex
+	batches int
+	states  map[objKey]*emittedReport
+}
+
+func newInflight() *inflight {
+	return &inflight{states: map[objKey]*emittedReport{}}
+}
+
+func (f *inflight) add(b *batch) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.batches++
+	maps.Copy(f.states, b.states)
+}
+
+// done is called once b was committed: its states are the tracker's now, unless a later batch replaces them.
+func (f *inflight) done(b *batch) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.batches--
+	for k, st := range b.states {
+		if cur, ok := f.states[k]; ok && cur == st {
+			delete(f.states, k)
+		}
+	}
+}
+
+func (f *inflight) empty() bool {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.batches == 0
+}
+
+// state is the state a batch on its way will commit for k.
+func (f *inflight) state(k objKey) (*emittedReport, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	st, ok := f.states[k]
+	return st, ok
 }
 
 // prepare diffs the latest version of a report against what was emitted for it.
@@ -118,7 +208,7 @@ func (b *batch) open(cfg *Config) bool {
 
 // fill adds as many of the item's remaining records as fit; a record larger than max_batch_bytes goes alone.
 func (b *batch) fill(it *batchItem, cfg *Config) {
-	to := it.sent
+	from, to := it.planned, it.planned
 	for to < len(it.records) && b.n < cfg.MaxBatchRecords {
 		size := it.records[to].body.size()
 		if b.n > 0 && b.bytes+size > cfg.MaxBatchBytes {
@@ -128,14 +218,18 @@ func (b *batch) fill(it *batchItem, cfg *Config) {
 		b.bytes += size
 		to++
 	}
-	b.parts = append(b.parts, batchPart{item: it, from: it.sent, to: to})
+	it.planned = to
+	b.parts = append(b.parts, batchPart{item: it, from: from, to: to})
 	b.states[it.key] = it.next
 }
 
 // consume hands the batch to the pipeline until it is accepted; false when the receiver stopped first.
 func (r *reportsReceiver) consume(ctx context.Context, b *batch, retry *backoff) bool {
-	for {
-		ld := r.toLogs(b)
+	for attempt := 0; ; attempt++ {
+		ld := b.logs
+		if attempt > 0 {
+			ld = r.toLogs(b)
+		}
 		obsCtx := r.obsrecv.StartLogsOp(ctx)
 		err := r.next.ConsumeLogs(obsCtx, ld)
 		r.obsrecv.EndLogsOp(obsCtx, metadata.Type.String(), b.n, err)
@@ -160,8 +254,8 @@ func (r *reportsReceiver) consume(ctx context.Context, b *batch, retry *backoff)
 	}
 }
 
-// toLogs builds the batch's records. It is rebuilt for every attempt, because processors may have changed the
-// records of a refused attempt; the bodies exist only as long as the batch does.
+// toLogs builds the batch's records. It is rebuilt for every later attempt, because processors may have changed
+// the records of a refused attempt; the bodies exist only as long as the batch does.
 func (r *reportsReceiver) toLogs(b *batch) plog.Logs {
 	ld := plog.NewLogs()
 	rl := ld.ResourceLogs().AppendEmpty()
@@ -192,10 +286,10 @@ func (r *reportsReceiver) toLogs(b *batch) plog.Logs {
 }
 
 // commit counts the batch's records and commits the state of each report whose records were all accepted,
-// in memory and in storage. It returns the report that continues in the next batch, if any.
-func (r *reportsReceiver) commit(ctx context.Context, b *batch) *batchItem {
+// in memory and in storage.
+func (r *reportsReceiver) commit(ctx context.Context, b *batch) {
+	b.logs = plog.Logs{} // the records are the pipeline's now
 	changes := make(map[objKey]*emittedReport, len(b.parts))
-	var rest *batchItem
 	var byState [3]int64
 	for _, p := range b.parts {
 		it := p.item
@@ -212,10 +306,8 @@ func (r *reportsReceiver) commit(ctx context.Context, b *batch) *batchItem {
 				byState[2]++
 			}
 		}
-		it.sent = p.to
-		if it.sent < len(it.records) {
-			rest = it
-			continue
+		if p.to < len(it.records) {
+			continue // its records continue in the next batch
 		}
 		r.tracker.commit(it.key, it.next)
 		if !it.unchanged {
@@ -237,7 +329,7 @@ func (r *reportsReceiver) commit(ctx context.Context, b *batch) *batchItem {
 		}
 	}
 	if r.store == nil {
-		return rest
+		return
 	}
 	// What a failed write left out goes with this one, so that skipping unchanged reports never leaves the
 	// storage behind what was emitted.
@@ -247,14 +339,13 @@ func (r *reportsReceiver) commit(ctx context.Context, b *batch) *batchItem {
 		}
 	}
 	if len(changes) == 0 {
-		return rest
+		return
 	}
 	if err := r.store.save(ctx, changes); err != nil {
 		r.unsaved = changes
 		r.problems.set("storage", "", "storage", err)
-		return rest
+		return
 	}
 	r.unsaved = nil
 	r.problems.clearSource("storage")
-	return rest
 }

@@ -100,20 +100,20 @@ func TestTrackerKeepsOnlyTheLatestVersionInArrivalOrder(t *testing.T) {
 	require.NoError(t, tr.put(ctx, k2, &update{rv: "2"}))
 	require.NoError(t, tr.put(ctx, k1, &update{rv: "3"}))
 
-	k, u, prev, ok := tr.take(false)
+	k, u, prev, ok := tr.take(false, settled)
 	require.True(t, ok)
 	assert.Equal(t, k1, k)
 	assert.Equal(t, "3", u.rv, "only the latest version waits")
 	assert.Nil(t, prev)
-	k, _, _, ok = tr.take(false)
+	k, _, _, ok = tr.take(false, settled)
 	require.True(t, ok)
 	assert.Equal(t, k2, k)
-	_, _, _, ok = tr.take(false)
+	_, _, _, ok = tr.take(false, settled)
 	assert.False(t, ok)
 
 	// A report is removed only if downstream knows it or it waits.
 	tr.remove(objKey{policyReportGVR, "shop", "unknown"}, "policy_reports")
-	_, _, _, ok = tr.take(false)
+	_, _, _, ok = tr.take(false, settled)
 	assert.False(t, ok)
 
 	tr.commit(k1, &emittedReport{UID: "u1"})
@@ -121,16 +121,16 @@ func TestTrackerKeepsOnlyTheLatestVersionInArrivalOrder(t *testing.T) {
 	other := objKey{openReportGVR, "shop", "o1"}
 	tr.commit(other, &emittedReport{UID: "o"})
 	tr.listed(policyReportGVR, "policy_reports", map[objKey]struct{}{k2: {}})
-	k, u, prev, ok = tr.take(false)
+	k, u, prev, ok = tr.take(false, settled)
 	require.True(t, ok)
 	assert.Equal(t, k1, k, "a report missing from a complete list is deleted")
 	assert.True(t, u.deleted)
 	assert.Equal(t, "u1", prev.UID)
-	_, _, _, ok = tr.take(false)
+	_, _, _, ok = tr.take(false, settled)
 	assert.False(t, ok, "other resources are untouched by a list")
 
 	tr.removeGVR(openReportGVR, "open_reports")
-	k, u, _, ok = tr.take(false)
+	k, u, _, ok = tr.take(false, settled)
 	require.True(t, ok)
 	assert.Equal(t, other, k)
 	assert.True(t, u.deleted)
@@ -150,7 +150,7 @@ func TestTrackerPushesBackWhenFull(t *testing.T) {
 		t.Fatalf("put did not wait for room (it returned %v)", err)
 	default:
 	}
-	_, _, _, ok := tr.take(true)
+	_, _, _, ok := tr.take(true, settled)
 	require.True(t, ok)
 	require.NoError(t, <-done)
 	cancel()

@@ -163,17 +163,20 @@ func (t *tracker) emittedGVRs() map[schema.GroupVersionResource]struct{} {
 }
 
 // take returns the next waiting report, blocking until there is one when block is set. ok is false when
-// nothing is waiting (and block is false) or the tracker is closed.
-func (t *tracker) take(block bool) (objKey, *update, *emittedReport, bool) {
+// nothing is waiting (and block is false) or the tracker is closed. While it waits, the emitter is idle when
+// settled says that everything it took before was committed; nudge wakes it to ask again.
+func (t *tracker) take(block bool, settled func() bool) (objKey, *update, *emittedReport, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	for len(t.order) == 0 {
 		if !block || t.closed {
 			return objKey{}, nil, nil, false
 		}
-		t.idle = true
-		if t.onIdle != nil {
-			t.onIdle()
+		if settled() {
+			t.idle = true
+			if t.onIdle != nil {
+				t.onIdle()
+			}
 		}
 		t.wake.Wait()
 	}
@@ -197,6 +200,13 @@ func (t *tracker) commit(k objKey, r *emittedReport) {
 		return
 	}
 	t.emitted[k] = r
+}
+
+// nudge wakes a take that waits, after a commit: it may be idle now.
+func (t *tracker) nudge() {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.wake.Broadcast()
 }
 
 // ifIdle calls f, with the tracker locked, if the emitter waits with nothing to take.
