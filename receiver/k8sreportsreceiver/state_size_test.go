@@ -53,25 +53,28 @@ func pssReport(tb testing.TB, i int) (objKey, *emittedReport) {
 	return objKey{policyReportGVR, ns, uid}, state
 }
 
-// countingClient is the real storage client, counting what each Batch writes. With fail set, a Batch fails
-// without applying anything, as a crash before its transaction committed would leave the storage.
+// countingClient is the real storage client, counting what each Batch writes. With fail set, a Batch that
+// writes fails without applying anything, as a crash before its transaction committed would leave the storage.
 type countingClient struct {
 	storage.Client
 	batches, sets, deletes, gets int
-	// written is the bytes of the keys and values set.
-	written int64
-	fail    bool
+	// written is the bytes of the keys and values set, lastSets the keys the last Batch set.
+	written  int64
+	lastSets []string
+	fail     bool
 }
 
 func (c *countingClient) Batch(ctx context.Context, ops ...*storage.Operation) error {
-	if c.fail {
+	if c.fail && slices.ContainsFunc(ops, func(op *storage.Operation) bool { return op.Type != storage.Get }) {
 		return fmt.Errorf("injected failure of a batch of %d operations", len(ops))
 	}
 	c.batches++
+	c.lastSets = c.lastSets[:0]
 	for _, op := range ops {
 		switch op.Type {
 		case storage.Set:
 			c.sets++
+			c.lastSets = append(c.lastSets, op.Key)
 			c.written += int64(len(op.Key) + len(op.Value))
 		case storage.Delete:
 			c.deletes++
@@ -109,11 +112,29 @@ func openStateStorage(tb testing.TB, dir string) (client *countingClient, stop f
 }
 
 // heapInUse is the live heap after a collection.
-func heapInUse() uint64 {
+func heapInUse() int64 {
 	runtime.GC()
 	var m runtime.MemStats
 	runtime.ReadMemStats(&m)
-	return m.HeapAlloc
+	return int64(m.HeapAlloc) //nolint:gosec // G115: a heap's size
+}
+
+// rssFile is the resident file-backed memory of the process, the mapped storage files' pages among it (Linux
+// only; 0 elsewhere).
+func rssFile() int64 {
+	status, err := os.ReadFile("/proc/self/status")
+	if err != nil {
+		return 0
+	}
+	for line := range strings.Lines(string(status)) {
+		if rest, ok := strings.CutPrefix(line, "RssFile:"); ok {
+			var kb int64
+			if _, err := fmt.Sscan(rest, &kb); err == nil {
+				return kb << 10
+			}
+		}
+	}
+	return 0
 }
 
 // dirSize is the size of the files in dir: the storage's bbolt file.
@@ -134,11 +155,14 @@ func dirSize(tb testing.TB, dir string) int64 {
 const pssCommit = 1000 / pssResults
 
 // BenchmarkStoredStateOfPSSReports builds the emitted state of the testbed's PolicyReports (19 results each),
-// as the receiver keeps it for every report, and stores it in file_storage in the commits of an initial sync.
-// It reports the heap the state takes per result, the bytes written per result and per commit, the size of
-// the bbolt file, and the time to load it again. Run it once: -run '^$' -bench StoredStateOfPSS -benchtime 1x.
+// as the receiver keeps it for every report, and stores it in file_storage in the commits of an initial sync,
+// then loads it as a restart does. It reports, per result: the heap of the state (with a map of the reports,
+// as the tracker's), of what the store keeps beside it (and the storage client), of the state loaded, and the
+// bytes written; and the bytes written by the last commit, the size of the bbolt file, the resident
+// file-backed memory the sync and the load added (the mapped bbolt pages they touched), and their durations.
+// Run it once: go test -run '^$' -bench StoredStateOfPSS -benchtime 1x.
 func BenchmarkStoredStateOfPSSReports(b *testing.B) {
-	for _, n := range []int{10_000} {
+	for _, n := range []int{10_000, 50_000} {
 		b.Run(fmt.Sprintf("reports=%d", n), func(b *testing.B) {
 			before := heapInUse()
 			states := make(map[objKey]*emittedReport, n)
@@ -148,10 +172,12 @@ func BenchmarkStoredStateOfPSSReports(b *testing.B) {
 				keys[i], states[k] = k, state
 			}
 			results := float64(n * pssResults)
-			heap := float64(heapInUse() - before)
+			perResult := func(bytes int64) float64 { return float64(bytes) / results }
+			heap := heapInUse() - before
 
 			for b.Loop() {
 				dir := b.TempDir()
+				before, rss := heapInUse(), rssFile()
 				client, stop := openStateStorage(b, dir)
 				store := &stateStore{client: client}
 				_, err := store.load(context.Background())
@@ -167,23 +193,34 @@ func BenchmarkStoredStateOfPSSReports(b *testing.B) {
 					require.NoError(b, store.save(context.Background(), commit))
 					lastCommit = client.written - written
 				}
-				saving := time.Since(start)
+				saving, savingRSS := time.Since(start), rssFile()-rss
+				storeHeap := heapInUse() - before
+				runtime.KeepAlive(store)
 				written := client.written
 				stop()
 				file := dirSize(b, dir)
 
+				before, rss = heapInUse(), rssFile()
 				client, stop = openStateStorage(b, dir)
 				start = time.Now()
-				loaded, err := (&stateStore{client: client}).load(context.Background())
-				loading := time.Since(start)
+				loader := &stateStore{client: client}
+				loaded, err := loader.load(context.Background())
+				loading, loadingRSS := time.Since(start), rssFile()-rss
 				require.NoError(b, err)
 				require.Len(b, loaded, n)
+				loadedHeap := heapInUse() - before
+				runtime.KeepAlive(loader)
+				runtime.KeepAlive(loaded)
 				stop()
 
-				b.ReportMetric(heap/results, "heap-B/result")
-				b.ReportMetric(float64(written)/results, "written-B/result")
+				b.ReportMetric(perResult(heap), "heap-B/result")
+				b.ReportMetric(perResult(storeHeap), "store-heap-B/result")
+				b.ReportMetric(perResult(loadedHeap), "loaded-heap-B/result")
+				b.ReportMetric(perResult(written), "written-B/result")
 				b.ReportMetric(float64(lastCommit), "last-commit-B")
 				b.ReportMetric(float64(file)/1e6, "file-MB")
+				b.ReportMetric(float64(savingRSS)/1e6, "save-rss-file-MB")
+				b.ReportMetric(float64(loadingRSS)/1e6, "load-rss-file-MB")
 				b.ReportMetric(saving.Seconds(), "save-s")
 				b.ReportMetric(loading.Seconds(), "load-s")
 			}
