@@ -31,8 +31,8 @@ import (
 // counted until reused; once the unused identities or the free slots are at least as many as those in use
 // (and more than loadBatch), loading stores the state anew, dense, in one batch.
 //
-// For the testbed's PolicyReports (Pod Security Standards, 19 results for one Pod), a report's entry is about
-// 35 bytes per result plus 190 for the report (BenchmarkStoredStateOfPSSReports).
+// For the testbed's PolicyReports (Pod Security Standards, 19 results for one Pod), a report's entry is 35 bytes
+// per result plus about 215 for the report: its object, UID, version and Pod (BenchmarkStoredStateOfPSSReports).
 type stateStore struct {
 	client storage.Client
 	// slots is where each stored report is; nil until loaded.
@@ -64,8 +64,11 @@ const (
 	maxStoredIdentities = 1 << 24
 )
 
-// The keys are hexadecimal of a fixed width, so that they sort as their numbers: the entries of an initial sync
-// are appended to the storage's B+tree rather than inserted all over it.
+// The keys are hexadecimal of a fixed width, so that they sort as their numbers: an initial sync appends to the
+// storage's B+tree and touches only its right edge, not pages all over the memory-mapped file (which count in
+// the collector's RSS). bbolt then leaves the pages of entries of a PSS report's size about half full; keys
+// spread over the tree fill them to two thirds, but every commit touches pages everywhere: for 50,000 reports,
+// 19 MB of the file resident after the sync instead of 69 MB, 105 MB after a load instead of 72 MB.
 func slotKey(n int) string     { return fmt.Sprintf("%s%08x", storeSlotNS, n) }
 func identityKey(c int) string { return fmt.Sprintf("%s%08x", storeIdentityNS, c) }
 

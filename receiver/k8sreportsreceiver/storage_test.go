@@ -12,6 +12,7 @@ import (
 	"slices"
 	"testing"
 	"unique"
+	"unsafe"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -101,6 +102,11 @@ func everyKindOfState() map[objKey]*emittedReport {
 		{openReportGVR, "team-a", "elsewhere"}:      elsewhere,
 		shopKey("empty"):                            {UID: "u-e", ResourceVersion: "3", report: policyresult.Report{Kind: "PolicyReport", Namespace: "shop", Name: "empty"}},
 	}
+}
+
+// TestStoredResultIsSmall guards the size of what is kept in memory for every result of the cluster.
+func TestStoredResultIsSmall(t *testing.T) {
+	assert.Equal(t, uintptr(48), unsafe.Sizeof(storedResult{}))
 }
 
 func TestStateStoreRoundTripOfEveryShape(t *testing.T) {
