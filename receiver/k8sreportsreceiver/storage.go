@@ -222,8 +222,9 @@ func (s *stateStore) rewrite(ctx context.Context, reports map[objKey]*emittedRep
 	return nil
 }
 
-// commit is a commit staged: the operations of its storage batch, and what the store holds once it is written.
-type commit struct {
+// stagedCommit is a commit staged: the operations of its storage batch, and what the store holds once it is
+// written.
+type stagedCommit struct {
 	ops []*storage.Operation
 	// added are the slots of the reports stored anew, taken from the free list (the first taken of it) or
 	// past the count; removed the reports deleted.
@@ -238,8 +239,8 @@ type commit struct {
 
 // stage encodes the reports of a commit, in the order of their keys, without changing the store. The counts
 // are written when they change, or always with meta.
-func (s *stateStore) stage(reports map[objKey]*emittedReport, meta bool) (*commit, error) {
-	c := &commit{ops: make([]*storage.Operation, 0, len(reports)+2), added: map[objKey]uint32{}, count: s.count,
+func (s *stateStore) stage(reports map[objKey]*emittedReport, meta bool) (*stagedCommit, error) {
+	c := &stagedCommit{ops: make([]*storage.Operation, 0, len(reports)+2), added: map[objKey]uint32{}, count: s.count,
 		idOf: map[unique.Handle[ruleIdentity]]uint64{}}
 	identity := func(h unique.Handle[ruleIdentity]) uint64 {
 		if n, ok := s.idOf[h]; ok {
@@ -304,7 +305,7 @@ func (s *stateStore) stage(reports map[objKey]*emittedReport, meta bool) (*commi
 }
 
 // apply makes the store hold what the batch of c wrote.
-func (s *stateStore) apply(c *commit) {
+func (s *stateStore) apply(c *stagedCommit) {
 	s.free = s.free[:len(s.free)-c.taken]
 	for _, k := range c.removed {
 		s.free = append(s.free, s.slots[k])
