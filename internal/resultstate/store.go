@@ -14,6 +14,7 @@ import (
 
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 
+	"github.com/otelcol-policy/otelcol-policy/internal/binenc"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
@@ -148,33 +149,33 @@ func encodeGroup(b []byte, g *Group, t *Tally) []byte {
 }
 
 func decodeGroup(b []byte, t *Tally) error {
-	d := decoder{b: b}
-	if f := d.byte(); f != groupFormat {
+	d := binenc.NewDecoder(b)
+	if f := d.Byte(); f != groupFormat {
 		return fmt.Errorf("unknown format %d", f)
 	}
-	if n := d.uvarint(); n != uint64(len(t.names)) {
+	if n := d.Uvarint(); n != uint64(len(t.names)) {
 		return fmt.Errorf("%d group values, want %d", n, len(t.names))
 	}
 	values := make([]string, len(t.names))
 	for i := range values {
-		values[i] = string(d.bytes(d.uvarint()))
+		values[i] = string(d.Field())
 	}
 	var emitted policyresult.Counts
 	for _, c := range countFields(&emitted) {
-		*c = d.varint()
+		*c = d.Varint()
 	}
-	n := d.uvarint()
+	n := d.Uvarint()
 	for range n {
 		var k policyresult.Hash
-		copy(k[:], d.bytes(uint64(len(k))))
-		o := outcomeOf(d.byte())
-		if d.err != nil {
+		copy(k[:], d.Bytes(uint64(len(k))))
+		o := outcomeOf(d.Byte())
+		if d.Err() != nil {
 			break
 		}
 		t.Set(k, values, o)
 	}
-	if d.err != nil {
-		return d.err
+	if err := d.Err(); err != nil {
+		return err
 	}
 	// Set created the group unless every key was evicted; a group with only an emitted summary left must
 	// still say it is empty.
@@ -187,51 +188,4 @@ func decodeGroup(b []byte, t *Tally) error {
 
 func countFields(c *policyresult.Counts) [6]*int64 {
 	return [6]*int64{&c.Pass, &c.Fail, &c.Warn, &c.Error, &c.Skip, &c.Total}
-}
-
-var errTruncated = errors.New("truncated entry")
-
-type decoder struct {
-	b   []byte
-	err error
-}
-
-func (d *decoder) byte() uint8 {
-	if len(d.b) < 1 {
-		d.err = errTruncated
-		return 0
-	}
-	v := d.b[0]
-	d.b = d.b[1:]
-	return v
-}
-
-func (d *decoder) uvarint() uint64 {
-	v, n := binary.Uvarint(d.b)
-	if n <= 0 {
-		d.err = errTruncated
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) varint() int64 {
-	v, n := binary.Varint(d.b)
-	if n <= 0 {
-		d.err = errTruncated
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) bytes(n uint64) []byte {
-	if uint64(len(d.b)) < n {
-		d.err = errTruncated
-		return nil
-	}
-	v := d.b[:n]
-	d.b = d.b[n:]
-	return v
 }

@@ -130,11 +130,11 @@ func (e *emitterRun) waitStatus(want componentstatus.Status) {
 	require.Eventually(e.t, func() bool { ev := e.host.Last(); return ev != nil && ev.Status() == want }, waitFor, tick, "status %s", want)
 }
 
-// stored is what the storage holds for a report.
-func (e *emitterRun) stored(name string) []byte {
-	b, err := e.client.Get(context.Background(), storeKey(objKey{policyReportGVR, "shop", name}))
+// stored is what the storage holds for a report, as the next leader would load it.
+func (e *emitterRun) stored(name string) *emittedReport {
+	loaded, err := (&stateStore{client: e.client}).load(context.Background())
 	require.NoError(e.t, err)
-	return b
+	return loaded[objKey{policyReportGVR, "shop", name}]
 }
 
 // waitCall waits for the next ConsumeLogs call and returns its number and record count.

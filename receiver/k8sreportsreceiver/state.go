@@ -4,8 +4,6 @@
 package k8sreportsreceiver // import "github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver"
 
 import (
-	"encoding/json"
-	"fmt"
 	"unique"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
@@ -78,12 +76,34 @@ const scoredScanRun int8 = 2
 
 func (id ruleIdentity) scanRun() bool { return id.Scored == scoredScanRun }
 
+// storedResult is one result of an emittedReport: 48 bytes (the two hashes, a handle, the subject's index and
+// the outcome in one byte), kept for every result of the cluster.
 type storedResult struct {
 	// hashes are the result's key and ID as computed when it was diffed, and written into its records.
 	hashes   policyresult.Hashes
 	identity unique.Handle[ruleIdentity]
-	outcome  policyresult.Outcome
 	subject  int32 // index into subjects; -1 when the result has none
+	outcome  outcomeCode
+}
+
+// outcomeCode is an outcome in one byte: 0 none, then policyresult.Outcomes in their order. The parsers set
+// no other outcome.
+type outcomeCode uint8
+
+func codeOf(o policyresult.Outcome) outcomeCode {
+	for i, v := range policyresult.Outcomes {
+		if v == o {
+			return outcomeCode(i + 1) //nolint:gosec // G115: five outcomes
+		}
+	}
+	return 0
+}
+
+func (c outcomeCode) outcome() policyresult.Outcome {
+	if c == 0 || int(c) > len(policyresult.Outcomes) {
+		return ""
+	}
+	return policyresult.Outcomes[c-1]
 }
 
 func scoredOf(r *policyresult.Result) int8 {
@@ -127,7 +147,7 @@ func (b *stateBuilder) subjectIndex(r policyresult.Resource) int32 {
 func (b *stateBuilder) add(r *policyresult.Result, h policyresult.Hashes) {
 	b.state.report = r.Report
 	b.state.results = append(b.state.results, storedResult{
-		hashes: h, outcome: r.Outcome, subject: b.subjectIndex(r.Resource),
+		hashes: h, outcome: codeOf(r.Outcome), subject: b.subjectIndex(r.Resource),
 		identity: unique.Make(ruleIdentity{Source: r.Source, Policy: r.Policy, Rule: r.Rule, Category: r.Category,
 			Severity: r.Severity, Scored: scoredOf(r)}),
 	})
@@ -139,7 +159,7 @@ func (e *emittedReport) result(i int, cluster string) policyresult.Result {
 	id := s.identity.Value()
 	r := policyresult.Result{
 		Cluster: cluster, Source: id.Source, Policy: id.Policy, Rule: id.Rule, Category: id.Category,
-		Severity: id.Severity, Outcome: s.outcome, Report: e.report,
+		Severity: id.Severity, Outcome: s.outcome.outcome(), Report: e.report,
 	}
 	switch {
 	case id.scanRun():
@@ -226,94 +246,4 @@ func diff(prev *emittedReport, next []parsedResult, deleted, partial, emitResolv
 		}
 	}
 	return out, state
-}
-
-// wireReport is the persisted form of an emittedReport, with short names because every result of every report
-// is stored.
-type wireReport struct {
-	UID             string             `json:"u,omitempty"`
-	ResourceVersion string             `json:"v,omitempty"`
-	Report          wireRef            `json:"p"`
-	Subjects        []wireRef          `json:"s,omitempty"`
-	Results         []wireStoredResult `json:"r,omitempty"`
-	Refused         *wireRefusal       `json:"t,omitempty"`
-	_               struct{}           `json:"-"`
-}
-
-type wireRefusal struct {
-	ResourceVersion string `json:"v"`
-	Records         int    `json:"n"`
-	Bytes           int64  `json:"b"`
-}
-
-type wireRef struct {
-	APIVersion string `json:"a,omitempty"`
-	Kind       string `json:"k,omitempty"`
-	Namespace  string `json:"ns,omitempty"`
-	Name       string `json:"n,omitempty"`
-	UID        string `json:"u,omitempty"`
-}
-
-// wireStoredResult spells the key and ID as the records do (policyresult.Hash's text).
-type wireStoredResult struct {
-	Key      policyresult.Hash `json:"k"`
-	ID       policyresult.Hash `json:"i"`
-	Source   string            `json:"so,omitempty"`
-	Policy   string            `json:"p,omitempty"`
-	Rule     string            `json:"r,omitempty"`
-	Category string            `json:"c,omitempty"`
-	Severity string            `json:"sv,omitempty"`
-	Scored   int8              `json:"sc"`
-	Outcome  string            `json:"o,omitempty"`
-	Subject  int32             `json:"x"`
-}
-
-func (e *emittedReport) MarshalJSON() ([]byte, error) {
-	w := wireReport{UID: e.UID, ResourceVersion: e.ResourceVersion,
-		Report: wireRef{Kind: e.report.Kind, Namespace: e.report.Namespace, Name: e.report.Name}}
-	if e.refused != nil {
-		w.Refused = &wireRefusal{ResourceVersion: e.refused.resourceVersion, Records: e.refused.size.records, Bytes: e.refused.size.bytes}
-	}
-	w.Subjects = make([]wireRef, 0, len(e.subjects))
-	w.Results = make([]wireStoredResult, 0, len(e.results))
-	for _, s := range e.subjects {
-		w.Subjects = append(w.Subjects, wireRef{APIVersion: s.APIVersion, Kind: s.Kind, Namespace: s.Namespace, Name: s.Name, UID: s.UID})
-	}
-	for _, r := range e.results {
-		id := r.identity.Value()
-		w.Results = append(w.Results, wireStoredResult{
-			Key: r.hashes.Key, ID: r.hashes.ID,
-			Source: id.Source, Policy: id.Policy, Rule: id.Rule, Category: id.Category, Severity: string(id.Severity),
-			Scored: id.Scored, Outcome: string(r.outcome), Subject: r.subject,
-		})
-	}
-	return json.Marshal(w)
-}
-
-func (e *emittedReport) UnmarshalJSON(b []byte) error {
-	var w wireReport
-	if err := json.Unmarshal(b, &w); err != nil {
-		return err
-	}
-	*e = emittedReport{UID: w.UID, ResourceVersion: w.ResourceVersion,
-		report: policyresult.Report{Kind: w.Report.Kind, Namespace: w.Report.Namespace, Name: w.Report.Name}}
-	if w.Refused != nil {
-		e.refused = &refusal{resourceVersion: w.Refused.ResourceVersion,
-			size: reportSize{records: w.Refused.Records, bytes: w.Refused.Bytes}}
-	}
-	for _, s := range w.Subjects {
-		e.subjects = append(e.subjects, policyresult.Resource{APIVersion: s.APIVersion, Kind: s.Kind, Namespace: s.Namespace, Name: s.Name, UID: s.UID})
-	}
-	e.results = make([]storedResult, len(w.Results))
-	for i, r := range w.Results {
-		if int(r.Subject) >= len(e.subjects) {
-			return fmt.Errorf("result %d names subject %d of %d", i, r.Subject, len(e.subjects))
-		}
-		e.results[i] = storedResult{
-			hashes: policyresult.Hashes{Key: r.Key, ID: r.ID}, outcome: policyresult.Outcome(r.Outcome), subject: r.Subject,
-			identity: unique.Make(ruleIdentity{Source: r.Source, Policy: r.Policy, Rule: r.Rule, Category: r.Category,
-				Severity: policyresult.Severity(r.Severity), Scored: r.Scored}),
-		}
-	}
-	return nil
 }

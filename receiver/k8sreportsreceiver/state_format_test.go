@@ -5,8 +5,12 @@ package k8sreportsreceiver
 
 import (
 	"context"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -85,6 +89,56 @@ func TestStoredStateOfFirstVersionLoads(t *testing.T) {
 	assert.JSONEq(t, string(raw), string(again))
 }
 
+// secondVersionFixture is the state testdata/state/v2-entries.txt holds: the report of the first version's
+// fixture, and a cluster-scoped report whose first version was refused as too large.
+func secondVersionFixture() map[objKey]*emittedReport {
+	_, r1 := diff(nil, fixtureResults(), false, false, true, "c1")
+	r1.UID, r1.ResourceVersion = "uid-r1", "4711"
+	return map[objKey]*emittedReport{
+		{schema.GroupVersionResource{Group: "wgpolicyk8s.io", Version: "v1alpha2", Resource: "policyreports"}, "shop", "r1"}:     r1,
+		{schema.GroupVersionResource{Group: "wgpolicyk8s.io", Version: "v1alpha2", Resource: "clusterpolicyreports"}, "", "cis"}: (*emittedReport)(nil).refusing("12", reportSize{records: 70_000, bytes: 3 << 20}),
+	}
+}
+
+// TestStoredStateOfSecondVersionIsPinned pins the entries the second version of the stored state writes
+// (testdata/state/v2-entries.txt: each key, and its value in hexadecimal) and checks that they load as the state
+// built now: a change of the format fails here, and needs a version of its own that reads this one (-update
+// rewrites the file).
+func TestStoredStateOfSecondVersionIsPinned(t *testing.T) {
+	ctx := context.Background()
+	client, s := emptyStore(t)
+	require.NoError(t, s.save(ctx, secondVersionFixture()))
+	var got strings.Builder
+	for _, key := range []string{storeMetaKey, identityKey(0), slotKey(0), slotKey(1)} {
+		fmt.Fprintf(&got, "%s %x\n", key, stored(t, client, key))
+	}
+	path := filepath.Join("testdata", "state", "v2-entries.txt")
+	if *updateGolden {
+		require.NoError(t, os.WriteFile(path, []byte(got.String()), 0o600))
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, string(want), got.String(), "the entries written are not those of the second version")
+
+	pinned, stopPinned := openStateStorage(t, t.TempDir())
+	defer stopPinned()
+	for line := range strings.Lines(string(want)) {
+		key, value, ok := strings.Cut(strings.TrimSpace(line), " ")
+		require.True(t, ok, line)
+		raw, err := hex.DecodeString(value)
+		require.NoError(t, err)
+		require.NoError(t, pinned.Set(ctx, key, raw))
+	}
+	loaded := loadedState(t, pinned)
+	assert.Equal(t, secondVersionFixture(), loaded, "the stored state is the state built now")
+	for k, prev := range loaded {
+		if prev.refused == nil {
+			recs, _ := diff(prev, fixtureResults(), false, false, true, "c1")
+			assert.Empty(t, recs, "%s: results stored are not emitted again", k)
+		}
+	}
+}
+
 // TestRecordsCarryTheirHashes checks that the key and ID computed while diffing are the ones the records are
 // written with, for new, changed and resolved results: the result is not hashed again on its way out.
 func TestRecordsCarryTheirHashes(t *testing.T) {
@@ -115,4 +169,28 @@ func TestRecordsCarryTheirHashes(t *testing.T) {
 		assert.Equal(t, rec.ID(), id.Str(), "record %d", i)
 		assert.Equal(t, rec.Key(), got.Key())
 	}
+}
+
+// MarshalJSON writes the first version's form of an emittedReport (storage_v1.go), as that version did; the
+// receiver only reads it now.
+func (e *emittedReport) MarshalJSON() ([]byte, error) {
+	w := wireReport{UID: e.UID, ResourceVersion: e.ResourceVersion,
+		Report: wireRef{Kind: e.report.Kind, Namespace: e.report.Namespace, Name: e.report.Name}}
+	if e.refused != nil {
+		w.Refused = &wireRefusal{ResourceVersion: e.refused.resourceVersion, Records: e.refused.size.records, Bytes: e.refused.size.bytes}
+	}
+	w.Subjects = make([]wireRef, 0, len(e.subjects))
+	w.Results = make([]wireStoredResult, 0, len(e.results))
+	for _, s := range e.subjects {
+		w.Subjects = append(w.Subjects, wireRef{APIVersion: s.APIVersion, Kind: s.Kind, Namespace: s.Namespace, Name: s.Name, UID: s.UID})
+	}
+	for _, r := range e.results {
+		id := r.identity.Value()
+		w.Results = append(w.Results, wireStoredResult{
+			Key: r.hashes.Key, ID: r.hashes.ID,
+			Source: id.Source, Policy: id.Policy, Rule: id.Rule, Category: id.Category, Severity: string(id.Severity),
+			Scored: id.Scored, Outcome: string(r.outcome.outcome()), Subject: r.subject,
+		})
+	}
+	return json.Marshal(w)
 }
