@@ -197,13 +197,22 @@ func TestReportSplitAcrossBatchesCommitsOnceAllAccepted(t *testing.T) {
 	assert.Equal(t, 0, e.rcv.tracker.size())
 	assert.Nil(t, e.stored("a"))
 
-	// The refused batch is sent again, then the rest of a with b.
+	// The refused batch is sent again, then the rest of a and b: with b, or in a batch of their own when the
+	// builder had built the rest of a before b arrived.
 	var sizes [][2]int
-	for len(sizes) < 4 {
+	accepted := 0
+	for accepted < 28 {
 		call, n := waitCall(t, sink)
 		sizes = append(sizes, [2]int{call, n})
+		if call != 2 {
+			accepted += n
+		}
 	}
-	assert.Equal(t, [][2]int{{1, 10}, {2, 10}, {3, 10}, {4, 8}}, sizes, "max_batch_records holds within a report")
+	require.GreaterOrEqual(t, len(sizes), 4)
+	assert.Equal(t, [][2]int{{1, 10}, {2, 10}, {3, 10}}, sizes[:3], "max_batch_records holds within a report")
+	for _, s := range sizes[3:] {
+		assert.LessOrEqual(t, s[1], 10)
+	}
 	// Committed to storage after the last batch, in one transaction.
 	require.Eventually(t, func() bool { return e.stored("b") != nil }, waitFor, tick)
 	assert.NotNil(t, e.stored("a"))

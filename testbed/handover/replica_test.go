@@ -5,6 +5,7 @@ package handover
 
 import (
 	"fmt"
+	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -177,6 +178,15 @@ func (r *replica) metricsURL() string { return fmt.Sprintf("http://127.0.0.1:%d/
 // metric is the sum of the series of a self-metric whose line contains labels; an error while it is not exposed.
 func (r *replica) metric(name, labels string) (float64, error) {
 	return promtext.ReadMetric(r.metricsURL(), name, labels)
+}
+
+// counter is a self-metric counter that may not be exposed yet: a counter appears with its first count.
+func (r *replica) counter(t *testing.T, name, labels string) float64 {
+	t.Helper()
+	text, err := promtext.Scrape(http.DefaultClient, r.metricsURL())
+	require.NoError(t, err)
+	v, _ := promtext.Sum(text, name, labels)
+	return v
 }
 
 // waitFor polls a self-metric until ok accepts it.
