@@ -9,7 +9,6 @@ import (
 	"bufio"
 	"bytes"
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -454,9 +453,8 @@ service:
 // metric is the sum of the collector's self-metric name over the series matching labels; 0 when none does yet.
 func (c *gkCollector) metric(t *testing.T, name, labels string) float64 {
 	t.Helper()
-	text, err := promtext.Scrape(http.DefaultClient, c.metricsURL)
+	v, err := promtext.ReadCounter(c.metricsURL, name, labels)
 	require.NoError(t, err)
-	v, _ := promtext.Sum(text, name, labels)
 	return v
 }
 

@@ -112,3 +112,14 @@ func ReadMetric(metricsURL, name, labels string) (float64, error) {
 	}
 	return v, nil
 }
+
+// ReadCounter is ReadMetric for a counter, which the collector exposes only from its first count: a counter no
+// series of which is exposed yet reads 0.
+func ReadCounter(metricsURL, name, labels string) (float64, error) {
+	text, err := Scrape(&http.Client{Timeout: 5 * time.Second}, metricsURL)
+	if err != nil {
+		return 0, err
+	}
+	v, _ := Sum(text, name, labels)
+	return v, nil
+}

@@ -235,9 +235,7 @@ func (r *reportsReceiver) consume(ctx context.Context, b *batch, retry *backoff)
 		r.obsrecv.EndLogsOp(obsCtx, metadata.Type.String(), b.n, err)
 		switch {
 		case err == nil:
-			if r.sync != nil { // nil for an emitter started without the watchers, in tests
-				r.sync.records.Add(int64(b.n))
-			}
+			r.sync.records.Add(int64(b.n))
 			r.problems.clearSource("consume")
 			retry.reset()
 			return true

@@ -81,6 +81,7 @@ func startEmitterOn(t *testing.T, cfg *Config, dir string, next *gateSink, wrap 
 	emitted, err := rcv.store.load(context.Background())
 	require.NoError(t, err)
 	rcv.tracker = newTracker(maxPendingReports, cfg.MaxReportRecords, emitted)
+	rcv.sync = newInitialSync(rcv.set.Logger)
 	host := statustest.NewHost(nil)
 	rcv.problems.start(host)
 	for k, e := range emitted {

@@ -5,7 +5,6 @@ package handover
 
 import (
 	"fmt"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -183,9 +182,8 @@ func (r *replica) metric(name, labels string) (float64, error) {
 // counter is a self-metric counter that may not be exposed yet: a counter appears with its first count.
 func (r *replica) counter(t *testing.T, name, labels string) float64 {
 	t.Helper()
-	text, err := promtext.Scrape(http.DefaultClient, r.metricsURL())
+	v, err := promtext.ReadCounter(r.metricsURL(), name, labels)
 	require.NoError(t, err)
-	v, _ := promtext.Sum(text, name, labels)
 	return v
 }
 
