@@ -105,10 +105,16 @@ bench-decisionlogs: build
 testbed: build test-servers
 	OTELCOL_POLICY_BIN=$(CURDIR)/$(BIN) CACHE_DIR=$(CACHE_DIR) $(GO) run ./testbed/cmd/testbed $(TESTBED_FLAGS)
 
+# Every shell script of the repository: the files whose first line runs sh or bash or tells shellcheck the shell.
+SHELL_SCRIPTS = $(shell find . \( -name .git -o -name _build -o -name data -o -name node_modules \) -prune -o -type f \
+                  -exec awk 'FNR == 1 && /^(\#!(\/usr\/bin\/env |\/bin\/)(ba)?sh|\# shellcheck shell=)/ { print FILENAME } { nextfile }' {} +)
+
 ## lint: golangci-lint with .golangci.yml (gofmt, goimports, go vet, staticcheck, errcheck, gosec, the SPDX header,
-## ...), installed at the pinned version under the cache
+## ...), installed at the pinned version under the cache; shellcheck (Debian's package) on every shell script
 lint: $(GOLANGCI_LINT)
 	$(GOLANGCI_LINT) run ./...
+	command -v shellcheck >/dev/null || hack/apt-install.sh shellcheck
+	shellcheck -x --source-path=SCRIPTDIR $(SHELL_SCRIPTS)
 
 $(TOOLS_BIN)/protoc-gen-go-$(PROTOC_GEN_GO_VERSION)/protoc-gen-go:
 	GOBIN=$(dir $@) $(GO) install google.golang.org/protobuf/cmd/protoc-gen-go@$(PROTOC_GEN_GO_VERSION)

@@ -2,9 +2,17 @@
 # Installs or builds the real servers the integration tests start, caching them outside the repository.
 # Prints nothing but errors when everything is already cached.
 # Usage: hack/test-servers.sh [etcd|kube-apiserver|opa|minio|postgres|gatekeeper|helm|prometheus|chromium]...
+#
+# Every step runs in a subshell of its own (the functions' bodies are in parentheses): a step may change its
+# directory, redirect its output or set a trap, and nothing of that leaks into the next step. The helpers are
+# found from HACK_DIR, computed once, and the cache is made absolute, so the script works from any directory.
+# hack/test-servers_test.go runs this control flow end to end with stand-ins for go, apt-get and dpkg-deb.
 set -euo pipefail
 
+HACK_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd -P)
 CACHE_DIR=${CACHE_DIR:-$HOME/.cache/otelcol-policy}
+mkdir -p "$CACHE_DIR"
+CACHE_DIR=$(cd "$CACHE_DIR" && pwd -P)
 BIN_DIR=$CACHE_DIR/bin
 KUBERNETES_VERSION=${KUBERNETES_VERSION:-v1.36.3}
 mkdir -p "$BIN_DIR"
@@ -27,7 +35,7 @@ as_root() {
 # requests kube-apiserver 1.36 needs to serve consistent lists from its watch cache (it then lists every page
 # from etcd, two to three times slower, and unsupported by 1.36).
 ETCD_VERSION=${ETCD_VERSION:-v3.6.16}
-build_etcd() {
+build_etcd() (
   local bin=$BIN_DIR/etcd-$ETCD_VERSION
   [[ -x $bin ]] && return
   log "building etcd $ETCD_VERSION (about a minute, once)"
@@ -38,18 +46,19 @@ build_etcd() {
   (cd "$dir" && go mod tidy && go build -o "$bin.tmp" go.etcd.io/etcd/server/v3) >"$dir/build.log" 2>&1 ||
     build_failed "etcd" "$dir"
   mv "$bin.tmp" "$bin"
-}
+)
 
 # kube-apiserver built from k8s.io/kubernetes. That module requires its staging modules at v0.0.0 and replaces
 # them with ./staging paths, which do not apply to a dependent module: the build module replaces each one with
 # its published release (v0.X.Y for Kubernetes v1.X.Y), derived from kubernetes' own go.mod.
-build_kube_apiserver() {
+build_kube_apiserver() (
   local bin=$BIN_DIR/kube-apiserver-$KUBERNETES_VERSION
   [[ -x $bin ]] && return
   log "building kube-apiserver $KUBERNETES_VERSION (about 4 minutes on 2 cores, once)"
   local dir=$CACHE_DIR/kube-apiserver-build-$KUBERNETES_VERSION
   local staging=v0.${KUBERNETES_VERSION#v1.}
   rm -rf "$dir" && mkdir -p "$dir" && cd "$dir"
+  # The step's stderr goes to the build log; the ERR trap reports to the script's stderr, kept as fd 3.
   exec 3>&2 2>"$dir/build.log"
   trap 'echo "test-servers: kube-apiserver build failed, see $dir/build.log" >&3; tail -20 "$dir/build.log" >&3' ERR
   local gomod
@@ -70,13 +79,11 @@ build_kube_apiserver() {
     -X k8s.io/component-base/version.gitMajor=1 -X k8s.io/component-base/version.gitMinor=$minor" \
     k8s.io/kubernetes/cmd/kube-apiserver
   mv "$bin.tmp" "$bin"
-  trap - ERR
-  exec 2>&3 3>&-
-}
+)
 
 # OPA, whose decision_logs plugin uploads to the decision_logs receiver in its tests.
 OPA_VERSION=${OPA_VERSION:-v1.22.2}
-install_opa() {
+install_opa() (
   local bin=$BIN_DIR/opa-$OPA_VERSION
   [[ -x $bin ]] && return
   log "building opa $OPA_VERSION (about a minute, once)"
@@ -85,12 +92,12 @@ install_opa() {
   GOBIN=$dir go install "github.com/open-policy-agent/opa@$OPA_VERSION" 2>"$dir/build.log" ||
     build_failed "opa" "$dir"
   mv "$dir/opa" "$bin"
-}
+)
 
 # MinIO server and its mc client, which the s3 exporter's tests run as a real S3 endpoint.
 MINIO_VERSION=${MINIO_VERSION:-v0.0.0-20260212201848-7aac2a2c5b7c}
 MC_VERSION=${MC_VERSION:-v0.0.0-20250313080218-cf909e1063a9}
-install_minio() {
+install_minio() (
   local name version
   for name in minio mc; do
     if [[ $name == minio ]]; then version=$MINIO_VERSION; else version=$MC_VERSION; fi
@@ -103,14 +110,18 @@ install_minio() {
       build_failed "$name" "$dir"
     mv "$dir/$name" "$bin"
   done
-}
+)
 
 # PostgreSQL from Debian's postgresql package, for the results server's store tests (internal/pgtest runs initdb
-# and postgres from /usr/lib/postgresql/<version>/bin itself, on a free port).
-install_postgres() {
-  if compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null; then return; fi
+# and postgres from $PG_BIN_DIR, else /usr/lib/postgresql/<version>/bin, itself, on a free port).
+postgres_installed() {
+  if [[ -n ${PG_BIN_DIR:-} ]]; then [[ -x $PG_BIN_DIR/postgres ]]; else compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null; fi
+}
+install_postgres() (
+  postgres_installed && return
   log "installing postgresql (apt)"
-  "$(dirname "$0")/apt-install.sh" postgresql
+  "$HACK_DIR/apt-install.sh" postgresql
+  postgres_installed || { log "postgresql installed, but no postgres in ${PG_BIN_DIR:-/usr/lib/postgresql/*/bin}"; exit 1; }
   # The package creates and starts a system cluster on 5432; the tests run their own on free ports.
   as_root systemctl stop postgresql >/dev/null 2>&1 || true
   as_root systemctl disable postgresql >/dev/null 2>&1 || true
@@ -120,13 +131,13 @@ install_postgres() {
       as_root pg_ctlcluster "$ver" "$name" stop >/dev/null 2>&1 || true
     done
   fi
-}
+)
 
 # Gatekeeper, run out of cluster against the test kube-apiserver by internal/gatekeepertest, and the files of its
 # module zip the tests need: the CRDs of its Helm chart and its release manifest (deploy/gatekeeper.yaml, whose
 # audit Deployment the sidecar component of distributions/otelcol-policy/kubernetes patches).
 GATEKEEPER_VERSION=${GATEKEEPER_VERSION:-v3.23.1}
-install_gatekeeper() {
+install_gatekeeper() (
   local bin=$BIN_DIR/gatekeeper-$GATEKEEPER_VERSION
   local files=$CACHE_DIR/gatekeeper-$GATEKEEPER_VERSION
   local module=github.com/open-policy-agent/gatekeeper/v3@$GATEKEEPER_VERSION
@@ -148,11 +159,11 @@ install_gatekeeper() {
   GOBIN=$dir go install "$module" 2>"$dir/build.log" ||
     build_failed "gatekeeper" "$dir"
   mv "$dir/gatekeeper" "$bin"
-}
+)
 
 # Helm, whose lint and template the chart's tests run (distributions/otelcol-policy/helm_test.go).
 HELM_VERSION=${HELM_VERSION:-v3.22.0}
-install_helm() {
+install_helm() (
   local bin=$BIN_DIR/helm-$HELM_VERSION
   [[ -x $bin ]] && return
   log "building helm $HELM_VERSION (about 5 minutes on 2 cores, once)"
@@ -161,12 +172,12 @@ install_helm() {
   GOBIN=$dir go install "helm.sh/helm/v3/cmd/helm@$HELM_VERSION" 2>"$dir/build.log" ||
     build_failed "helm" "$dir"
   mv "$dir/helm" "$bin"
-}
+)
 
 # Prometheus and promtool from Debian's prometheus package, unpacked into the cache rather than installed: the
 # package would start a system Prometheus on :9090, and internal/promtest runs its own on free ports.
 PROMETHEUS_VERSION=${PROMETHEUS_VERSION:-2.42}
-install_prometheus() {
+install_prometheus() (
   local bin=$BIN_DIR/prometheus-$PROMETHEUS_VERSION tool=$BIN_DIR/promtool-$PROMETHEUS_VERSION
   [[ -x $bin && -x $tool ]] && return
   log "unpacking prometheus $PROMETHEUS_VERSION (apt-get download, seconds)"
@@ -185,15 +196,17 @@ install_prometheus() {
   cp "$dir/root/usr/bin/promtool" "$tool.tmp" && mv "$tool.tmp" "$tool"
   cp "$dir/root/usr/bin/prometheus" "$bin.tmp" && mv "$bin.tmp" "$bin"
   rm -rf "$dir"
-}
+)
 
 # Chromium from Debian's chromium package, the headless browser internal/chromiumtest drives over the DevTools
-# protocol to test the results server's web UI.
-install_chromium() {
-  [[ -x /usr/bin/chromium ]] && return
+# protocol to test the results server's web UI; $CHROMIUM_BIN, as there, names another one.
+install_chromium() (
+  local bin=${CHROMIUM_BIN:-/usr/bin/chromium}
+  [[ -x $bin ]] && return
   log "installing chromium (apt)"
-  "$(dirname "$0")/apt-install.sh" chromium
-}
+  "$HACK_DIR/apt-install.sh" chromium
+  [[ -x $bin ]] || { log "chromium installed, but $bin is not there"; exit 1; }
+)
 
 # Gatekeeper, Helm and etcd first: builds run in the background while the others install or build, and the
 # script fails if one of them failed. The apt users (prometheus, postgres, chromium) run one after the other:
