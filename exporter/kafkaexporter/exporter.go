@@ -109,7 +109,7 @@ func (e *logsExporter) consumeLogs(ctx context.Context, ld plog.Logs) error {
 					failures = append(failures, failure{loc, topic, fmt.Errorf("%w: %w", errEncoding, err)})
 					continue
 				}
-				r := &kgo.Record{Topic: topic, Key: b.key(lr), Value: value, Headers: headers(lr)}
+				r := &kgo.Record{Topic: topic, Key: b.key(res, lr), Value: value, Headers: headers(lr)}
 				if size := recordSize(r); size > e.cfg.Producer.MaxMessageBytes {
 					failures = append(failures, failure{loc, topic, fmt.Errorf("%w: %d bytes, producer::max_message_bytes is %d",
 						errRecordTooLarge, size, e.cfg.Producer.MaxMessageBytes)})

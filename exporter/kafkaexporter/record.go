@@ -44,17 +44,25 @@ func newRecordBuilder(cfg *Config) *recordBuilder {
 
 // key is the record key: the value of the identity attribute of the record's event (policyresult.
 // IdentityAttribute: the summary key of a summary, the decision ID of a decision), and of record_key_attribute for
-// results and records of other events. nil (a null key) when the attribute is missing or empty: an empty key
-// would make all such records one key to a compacted topic, which then keeps only the last of them.
-func (b *recordBuilder) key(lr plog.LogRecord) []byte {
+// results and records of other events. A result keyed by policy.result.key that does not carry it (a producer
+// sending plain OTLP) is keyed by its identity, as every other component keys it (policyresult.RecordKey). nil
+// (a null key) when there is no key: an empty key would make all such records one key to a compacted topic,
+// which then keeps only the last of them.
+func (b *recordBuilder) key(res pcommon.Resource, lr plog.LogRecord) []byte {
 	name := b.keyAttr
-	if event := policyresult.EventName(lr); event != policyresult.EventResult {
+	event := policyresult.EventName(lr)
+	if event != policyresult.EventResult {
 		if id := policyresult.IdentityAttribute(event); id != "" {
 			name = id
 		}
 	}
 	if k := attrString(lr.Attributes(), name); k != "" {
 		return []byte(k)
+	}
+	if event == policyresult.EventResult && name == policyresult.AttrResultKey {
+		if k, err := policyresult.RecordKey(res.Attributes(), lr.Attributes()); err == nil {
+			return []byte(k.String())
+		}
 	}
 	return nil
 }

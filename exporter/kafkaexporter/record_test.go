@@ -108,6 +108,23 @@ func TestRecordKeyTopicAndHeaders(t *testing.T) {
 			wantHeaders: []kgo.RecordHeader{{Key: policyresult.AttrEventName, Value: []byte(policyresult.EventResult)}},
 		},
 		{
+			name: "result without policy.result.key keyed by its identity",
+			record: func(lr plog.LogRecord) {
+				lr.SetEventName(policyresult.EventResult)
+				lr.Attributes().PutStr(policyresult.AttrPolicy, "require-labels")
+			},
+			resource:    func(res pcommon.Resource) { res.Attributes().PutStr(policyresult.AttrClusterName, "laptop") },
+			wantKey:     []byte((&policyresult.Result{Cluster: "laptop", Policy: "require-labels"}).Key()),
+			wantTopic:   "default",
+			wantHeaders: []kgo.RecordHeader{{Key: policyresult.AttrEventName, Value: []byte(policyresult.EventResult)}},
+		},
+		{
+			name:        "result without policy.result.key nor policy.name has a null key",
+			record:      func(lr plog.LogRecord) { lr.SetEventName(policyresult.EventResult) },
+			wantTopic:   "default",
+			wantHeaders: []kgo.RecordHeader{{Key: policyresult.AttrEventName, Value: []byte(policyresult.EventResult)}},
+		},
+		{
 			name:    "configured key attribute, non-string value",
 			keyAttr: "n",
 			record:  func(lr plog.LogRecord) { lr.Attributes().PutInt("n", 42) },
@@ -167,7 +184,7 @@ func TestRecordKeyTopicAndHeaders(t *testing.T) {
 			}
 			lr := plog.NewLogRecord()
 			tt.record(lr)
-			assert.Equal(t, tt.wantKey, b.key(lr))
+			assert.Equal(t, tt.wantKey, b.key(res, lr))
 			topic, refused := b.topicFor(res, lr)
 			assert.Equal(t, tt.wantTopic, topic)
 			assert.Equal(t, tt.wantRefused, refused)

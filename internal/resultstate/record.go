@@ -20,16 +20,16 @@ type Record struct {
 	Resolved bool
 }
 
-// ReadRecord reads a policy.result record; ok is false for records of other events. A result record the state
-// cannot count (no valid key, an outcome outside the vocabulary) is an error.
-func ReadRecord(lr plog.LogRecord) (r Record, ok bool, err error) {
+// ReadRecord reads a policy.result record of a resource with attributes res; ok is false for records of other
+// events. A record without policy.result.key is keyed by its identity (policyresult.RecordKey). A result record
+// the state cannot count (an invalid key, no policy, an outcome outside the vocabulary) is an error.
+func ReadRecord(res pcommon.Map, lr plog.LogRecord) (r Record, ok bool, err error) {
 	if policyresult.EventName(lr) != policyresult.EventResult {
 		return r, false, nil
 	}
 	attrs := lr.Attributes()
-	keyStr := str(attrs, policyresult.AttrResultKey)
-	if r.Key, ok = policyresult.ParseHash(keyStr); !ok {
-		return r, true, fmt.Errorf("attribute %s is %q, want 32 hexadecimal characters", policyresult.AttrResultKey, keyStr)
+	if r.Key, err = policyresult.RecordKey(res, attrs); err != nil {
+		return r, true, err
 	}
 	if policyresult.State(str(attrs, policyresult.AttrResultState)) == policyresult.StateResolved {
 		r.Resolved = true
@@ -37,7 +37,7 @@ func ReadRecord(lr plog.LogRecord) (r Record, ok bool, err error) {
 	}
 	if v, found := attrs.Get(policyresult.AttrResult); found {
 		if r.Outcome, err = policyresult.ParseOutcome(v.AsString()); err != nil {
-			return r, true, fmt.Errorf("result %s: %w", keyStr, err)
+			return r, true, fmt.Errorf("result %s: %w", r.Key, err)
 		}
 	}
 	return r, true, nil
@@ -46,7 +46,7 @@ func ReadRecord(lr plog.LogRecord) (r Record, ok bool, err error) {
 // Apply counts one record into t and returns how many keys it evicted; values is scratch space of at least
 // len(names).
 func (t *Tally) Apply(res pcommon.Map, lr plog.LogRecord, values []string) (int, error) {
-	r, ok, err := ReadRecord(lr)
+	r, ok, err := ReadRecord(res, lr)
 	if !ok || err != nil {
 		return 0, err
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
@@ -126,27 +127,50 @@ func TestEvictingAGroupsLastKeyBeforeJoiningIt(t *testing.T) {
 func TestReadRecord(t *testing.T) {
 	r := policyresult.Result{Cluster: "eu", Source: "kyverno", Policy: "p", Outcome: policyresult.OutcomeFail,
 		Resource: policyresult.Resource{Kind: "Pod", Name: "a"}}
+	res := pcommon.NewMap()
+	res.PutStr(policyresult.AttrClusterName, r.Cluster)
 	lr := plog.NewLogRecord()
 	policyresult.WriteLogRecord(&r, lr)
 	lr.SetEventName("") // after a transform that kept only the attribute
-	got, ok, err := ReadRecord(lr)
+	got, ok, err := ReadRecord(res, lr)
 	require.NoError(t, err)
 	require.True(t, ok)
 	want := r.Hashes().Key
 	assert.Equal(t, Record{Key: want, Outcome: policyresult.OutcomeFail}, got)
 
 	lr.Attributes().PutStr(policyresult.AttrResultState, string(policyresult.StateResolved))
-	got, _, _ = ReadRecord(lr)
+	got, _, _ = ReadRecord(res, lr)
 	assert.True(t, got.Resolved)
 
 	lr.Attributes().PutStr(policyresult.AttrResultState, string(policyresult.StateChanged))
 	lr.Attributes().PutStr(policyresult.AttrResult, "MANUAL")
-	_, ok, err = ReadRecord(lr)
+	_, ok, err = ReadRecord(res, lr)
 	assert.True(t, ok)
 	assert.ErrorContains(t, err, `unknown policy result "MANUAL"`)
 
 	lr.Attributes().PutStr(policyresult.AttrEventName, policyresult.EventDecision)
-	_, ok, err = ReadRecord(lr)
+	_, ok, err = ReadRecord(res, lr)
 	assert.False(t, ok)
 	assert.NoError(t, err)
+}
+
+// TestReadRecordWithoutKey: a result sent as plain OTLP without its hashes is counted under the key the
+// receivers would have written (policyresult.RecordKey); one that names no policy is refused.
+func TestReadRecordWithoutKey(t *testing.T) {
+	r := policyresult.Result{Cluster: "laptop", Policy: "require-labels", Outcome: policyresult.OutcomeFail}
+	res := pcommon.NewMap()
+	res.PutStr(policyresult.AttrClusterName, r.Cluster)
+	lr := plog.NewLogRecord()
+	lr.SetEventName(policyresult.EventResult)
+	lr.Attributes().PutStr(policyresult.AttrPolicy, r.Policy)
+	lr.Attributes().PutStr(policyresult.AttrResult, "fail")
+	got, ok, err := ReadRecord(res, lr)
+	require.NoError(t, err)
+	require.True(t, ok)
+	assert.Equal(t, Record{Key: r.Hashes().Key, Outcome: policyresult.OutcomeFail}, got)
+
+	lr.Attributes().Remove(policyresult.AttrPolicy)
+	_, ok, err = ReadRecord(res, lr)
+	assert.True(t, ok)
+	assert.ErrorContains(t, err, "neither policy.result.key nor policy.name")
 }

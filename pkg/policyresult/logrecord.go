@@ -152,26 +152,9 @@ func ReadLogRecord(res pcommon.Resource, lr plog.LogRecord) (Result, error) {
 		return Result{}, fmt.Errorf("%w: event name %q", ErrNotResult, event)
 	}
 
-	r := Result{
-		Cluster:  str(res.Attributes(), AttrClusterName),
-		Source:   str(attrs, AttrSource),
-		Policy:   str(attrs, AttrPolicy),
-		Rule:     str(attrs, AttrRule),
-		Category: str(attrs, AttrCategory),
-		Message:  str(attrs, AttrMessage),
-		Resource: Resource{
-			APIVersion: str(attrs, AttrResourceAPIVersion),
-			Kind:       str(attrs, AttrResourceKind),
-			Namespace:  str(attrs, AttrResourceNamespace),
-			Name:       str(attrs, AttrResourceName),
-			UID:        str(attrs, AttrResourceUID),
-		},
-		Report: Report{
-			Kind:      str(attrs, AttrReportKind),
-			Namespace: str(attrs, AttrReportNamespace),
-			Name:      str(attrs, AttrReportName),
-		},
-	}
+	r := readIdentity(res.Attributes(), attrs)
+	r.Category = str(attrs, AttrCategory)
+	r.Message = str(attrs, AttrMessage)
 	if lr.Timestamp() != 0 {
 		r.Timestamp = lr.Timestamp().AsTime()
 	}
@@ -207,4 +190,48 @@ func ReadLogRecord(res pcommon.Resource, lr plog.LogRecord) (Result, error) {
 		return Result{}, fmt.Errorf("attribute %s is %s but the identity attributes give %s", AttrResultKey, key, r.Key())
 	}
 	return r, nil
+}
+
+// readIdentity reads the fields of a result's key: the cluster from the resource (res), the rest from the
+// record (attrs).
+func readIdentity(res, attrs pcommon.Map) Result {
+	return Result{
+		Cluster: str(res, AttrClusterName),
+		Source:  str(attrs, AttrSource),
+		Policy:  str(attrs, AttrPolicy),
+		Rule:    str(attrs, AttrRule),
+		Resource: Resource{
+			APIVersion: str(attrs, AttrResourceAPIVersion),
+			Kind:       str(attrs, AttrResourceKind),
+			Namespace:  str(attrs, AttrResourceNamespace),
+			Name:       str(attrs, AttrResourceName),
+			UID:        str(attrs, AttrResourceUID),
+		},
+		Report: Report{
+			Kind:      str(attrs, AttrReportKind),
+			Namespace: str(attrs, AttrReportNamespace),
+			Name:      str(attrs, AttrReportName),
+		},
+	}
+}
+
+// RecordKey is the key of a policy.result record (res its resource's attributes, attrs its own): its
+// policy.result.key attribute when it has one, else the key of its identity attributes, as ReadLogRecord
+// computes it. A producer sending plain OTLP may so leave both hashes out, and every component that keys
+// results (the state of policy_aggregate and policy_metrics, Kafka's record key, results_grpc) keys its records
+// alike. A record that names no policy has no identity to compute a key from.
+func RecordKey(res, attrs pcommon.Map) (Hash, error) {
+	if s := str(attrs, AttrResultKey); s != "" {
+		h, ok := ParseHash(s)
+		if !ok {
+			return Hash{}, fmt.Errorf("attribute %s is %q, want 32 hexadecimal characters", AttrResultKey, s)
+		}
+		return h, nil
+	}
+	r := readIdentity(res, attrs)
+	if r.Policy == "" {
+		return Hash{}, fmt.Errorf("the record has neither %s nor %s to compute it from", AttrResultKey, AttrPolicy)
+	}
+	var buf [512]byte
+	return sum(r.appendIdentity(buf[:0])), nil
 }

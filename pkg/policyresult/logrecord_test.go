@@ -203,3 +203,37 @@ func BenchmarkWriteLogRecord(b *testing.B) {
 		WriteLogRecord(&r, lrs.AppendEmpty())
 	}
 }
+
+// TestRecordKey: the key attribute when there is one, else the key of the identity attributes, the same as the
+// receivers write and ReadLogRecord computes, so that a producer may leave the hashes out.
+func TestRecordKey(t *testing.T) {
+	ld := newRecord(t, sampleResult())
+	res, lr := ld.ResourceLogs().At(0).Resource(), firstRecord(ld)
+	written, err := RecordKey(res.Attributes(), lr.Attributes())
+	require.NoError(t, err)
+	assert.Equal(t, goldenKey, written.String())
+
+	lr.Attributes().Remove(AttrResultKey)
+	lr.Attributes().Remove(AttrResultID)
+	computed, err := RecordKey(res.Attributes(), lr.Attributes())
+	require.NoError(t, err)
+	assert.Equal(t, written, computed, "computed from the identity attributes")
+	read, err := ReadLogRecord(res, lr)
+	require.NoError(t, err)
+	assert.Equal(t, computed.String(), read.Key())
+
+	// The cluster is the resource's: another cluster, another key.
+	res.Attributes().PutStr(AttrClusterName, "elsewhere")
+	other, err := RecordKey(res.Attributes(), lr.Attributes())
+	require.NoError(t, err)
+	assert.NotEqual(t, computed, other)
+
+	lr.Attributes().PutStr(AttrResultKey, "not-a-hash")
+	_, err = RecordKey(res.Attributes(), lr.Attributes())
+	assert.ErrorContains(t, err, `attribute policy.result.key is "not-a-hash"`)
+
+	lr.Attributes().Remove(AttrResultKey)
+	lr.Attributes().Remove(AttrPolicy)
+	_, err = RecordKey(res.Attributes(), lr.Attributes())
+	assert.ErrorContains(t, err, "neither policy.result.key nor policy.name")
+}

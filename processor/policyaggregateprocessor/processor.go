@@ -62,9 +62,10 @@ func (p *aggregator) processLogs(ctx context.Context, ld plog.Logs) (plog.Logs, 
 // represent them.
 func dropCounted(ld plog.Logs) {
 	for _, rl := range ld.ResourceLogs().All() {
+		res := rl.Resource().Attributes()
 		for _, sl := range rl.ScopeLogs().All() {
 			sl.LogRecords().RemoveIf(func(lr plog.LogRecord) bool {
-				_, ok, err := resultstate.ReadRecord(lr)
+				_, ok, err := resultstate.ReadRecord(res, lr)
 				return ok && err == nil
 			})
 		}
