@@ -176,29 +176,27 @@ func (s *store) writeRows(ctx context.Context, rows []row) error {
 	if err != nil {
 		return err
 	}
-	// The rowid tells an inserted row from an updated one: SQLite gives a new row a rowid larger than the largest
-	// in the table before (until rowids reach 2^63), and this writer is the only one.
+	// SQLite gives a new row a rowid larger than the largest in the table before (until rowids reach 2^63), and
+	// this writer is the only one: the rows past the largest rowid of before are those this transaction
+	// inserted, which the clusters table counts.
 	var maxRowid int64
 	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(rowid), 0) FROM results`).Scan(&maxRowid); err != nil {
 		return err
 	}
-	upsert, err := tx.PrepareContext(ctx, insertSQL("results", upsertColumns, upsertSuffix)+" RETURNING rowid")
+	upsert, err := tx.PrepareContext(ctx, insertSQL("results", upsertColumns, upsertSuffix))
 	if err != nil {
 		return err
 	}
 	defer upsert.Close()
-	inserted := map[string]int64{}
 	for _, r := range latestPerKey(rows) {
 		resolved := boolInt(r.state == string(policyresult.StateResolved))
-		var rowid int64
-		err := upsert.QueryRowContext(ctx, append(r.args(), resolved, r.at, r.at)...).Scan(&rowid)
-		switch {
-		case errors.Is(err, sql.ErrNoRows): // the WHERE of the upsert kept the row as it was
-		case err != nil:
+		if _, err := upsert.ExecContext(ctx, append(r.args(), resolved, r.at, r.at)...); err != nil {
 			return fmt.Errorf("storing result %s: %w", r.key, err)
-		case rowid > maxRowid:
-			inserted[r.cluster]++
 		}
+	}
+	inserted, err := s.insertedSince(ctx, tx, maxRowid)
+	if err != nil {
+		return err
 	}
 	history, err := tx.PrepareContext(ctx, insertSQL("result_history", historyColumns, historySuffix))
 	if err != nil {
@@ -218,6 +216,25 @@ func (s *store) writeRows(ctx context.Context, rows []row) error {
 	}
 	s.metadataCache.remember(ids)
 	return nil
+}
+
+// insertedSince counts the rows of results past rowid by cluster: a range of the table's own b-tree.
+func (s *store) insertedSince(ctx context.Context, tx *sql.Tx, rowid int64) (map[string]int64, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT cluster, COUNT(*) FROM results WHERE rowid > $1 GROUP BY cluster`, rowid)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	inserted := map[string]int64{}
+	for rows.Next() {
+		var cluster string
+		var n int64
+		if err := rows.Scan(&cluster, &n); err != nil {
+			return nil, err
+		}
+		inserted[cluster] = n
+	}
+	return inserted, rows.Err()
 }
 
 // sqlTx and pgxTx are the transactions of the two drivers as a txRunner.
