@@ -83,9 +83,9 @@ func nullable[T int64 | float64](p *T) any {
 var upsertColumns = append(slices.Clone(rowColumns), "resolved", "first_seen_unix_nano", "updated_unix_nano")
 
 // upsertSuffix replaces the current row of a key only with an outcome at least as recent (by order_unix_nano, see
-// toRow and Server.check), so that a retried older request never undoes a newer one; and only with a different id or state, so
-// that forwarding the same result again leaves the row, its times included, exactly as it was. A resolved state
-// marks the row resolved; any later other state clears the mark.
+// toRow and Server.check), so that a retried older request never undoes a newer one; and only with a different
+// id or state, so that forwarding the same result again leaves the row, its times included, exactly as it was.
+// A resolved state marks the row resolved; any later other state clears the mark.
 var upsertSuffix = func() string {
 	var set []string
 	for _, c := range upsertColumns {
