@@ -150,6 +150,12 @@ func TestReplicas(t *testing.T) {
 	rows.Close()
 	assert.Equal(t, want.history, history, "every outcome once, though each was delivered to both replicas")
 
+	// The quotas' counts of keys per cluster, kept by concurrent transactions of both replicas.
+	var miscounted int
+	require.NoError(t, db.QueryRow(`SELECT COUNT(*) FROM (SELECT cluster, COUNT(*) AS n FROM results GROUP BY cluster) AS r
+		FULL OUTER JOIN clusters c ON c.cluster = r.cluster WHERE COALESCE(r.n, 0) <> COALESCE(c.keys, 0)`).Scan(&miscounted))
+	assert.Zero(t, miscounted, "the clusters table counts the rows of results")
+
 	var views [2]fleetJSON
 	for i, r := range replicas {
 		views[i] = getFleet(t, r.httpAddr)

@@ -4,7 +4,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -15,7 +14,6 @@ import (
 	"net"
 	"net/http"
 	"os"
-	"strings"
 	"time"
 
 	"go.uber.org/zap"
@@ -36,6 +34,7 @@ type serveOptions struct {
 	listen, db, tokenFile, tlsCert, tlsKey, clientCA, httpListen, logLevel string
 	limits                                                                 limitOptions
 	retention                                                              retentionOptions
+	ingest                                                                 ingestOptions
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (serveOptions, error) {
@@ -44,7 +43,7 @@ func parseServeFlags(args []string, stderr io.Writer) (serveOptions, error) {
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.listen, "listen", "", "gRPC listen address, host:port (required)")
 	fs.StringVar(&o.db, "db", DefaultDB, "database: sqlite:///abs/path.db, sqlite://./rel.db or postgres://user:pass@host:port/db?sslmode=disable")
-	fs.StringVar(&o.tokenFile, "token-file", "", "file of accepted bearer tokens, one per line (# comments and blank lines ignored)")
+	fs.StringVar(&o.tokenFile, "token-file", "", "file of accepted bearer tokens, one per line with what each may do: TOKEN [read] [write=CLUSTER,...] (a token alone reads and writes every cluster)")
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "TLS certificate file (PEM); with --tls-key, serves TLS")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "TLS private key file (PEM)")
 	fs.StringVar(&o.clientCA, "client-ca", "", "CA file (PEM) client certificates must chain to: mutual TLS")
@@ -52,10 +51,11 @@ func parseServeFlags(args []string, stderr io.Writer) (serveOptions, error) {
 	fs.StringVar(&o.logLevel, "log-level", "info", "debug, info, warn or error")
 	o.limits.register(fs)
 	o.retention.register(fs)
+	o.ingest.register(fs)
 	if err := parseFlags(fs, args); err != nil {
 		return serveOptions{}, err
 	}
-	if err := errors.Join(o.limits.validate(), o.retention.validate()); err != nil {
+	if err := errors.Join(o.limits.validate(), o.retention.validate(), o.ingest.validate()); err != nil {
 		return serveOptions{}, usageError{fmt.Errorf("serve: %w", err)}
 	}
 	switch {
@@ -82,33 +82,6 @@ func newLogger(w io.Writer, level string) (*zap.Logger, error) {
 	enc := zap.NewProductionEncoderConfig()
 	enc.EncodeTime = zapcore.ISO8601TimeEncoder
 	return zap.New(zapcore.NewCore(zapcore.NewJSONEncoder(enc), zapcore.Lock(zapcore.AddSync(w)), lvl)), nil
-}
-
-// readTokens reads a token file: one token per line, surrounding space trimmed, blank lines and lines starting
-// with # ignored.
-func readTokens(path string) ([]string, error) {
-	f, err := os.Open(path) //nolint:gosec // the operator names the token file on the command line
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	var tokens []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		tokens = append(tokens, line)
-	}
-	if err := sc.Err(); err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(tokens) == 0 {
-		// An empty file would silently turn authentication off.
-		return nil, fmt.Errorf("%s has no tokens", path)
-	}
-	return tokens, nil
 }
 
 // tlsConfig is nil without --tls-cert; with --client-ca, clients must present a certificate it signed.
@@ -138,7 +111,7 @@ func tlsConfig(o serveOptions) (*tls.Config, error) {
 // serve runs the servers until ctx is done, then stops them gracefully: requests in flight finish (for at most
 // shutdownTimeout), so a collector's last batch is either stored and acknowledged or refused and retried.
 func serve(ctx context.Context, o serveOptions, logger *zap.Logger) error {
-	var tokens []string
+	var tokens []resultsserver.Token
 	if o.tokenFile != "" {
 		var err error
 		if tokens, err = readTokens(o.tokenFile); err != nil {
@@ -150,7 +123,7 @@ func serve(ctx context.Context, o serveOptions, logger *zap.Logger) error {
 		return err
 	}
 	srv, err := resultsserver.Open(ctx, resultsserver.Config{DB: o.db, Tokens: tokens, Limits: o.limits.grpc,
-		Retention: o.retention.config(), Logger: logger})
+		Ingest: o.ingest.limits, Retention: o.retention.config(), Logger: logger})
 	if err != nil {
 		return err
 	}

@@ -51,17 +51,17 @@ func TestParseServeFlags(t *testing.T) {
 		wantErr string
 	}{{
 		args: []string{"--listen", ":7443"},
-		want: serveOptions{listen: ":7443", db: DefaultDB, logLevel: "info", limits: defaultLimits, retention: defaultRetention},
+		want: serveOptions{listen: ":7443", db: DefaultDB, logLevel: "info", limits: defaultLimits, retention: defaultRetention, ingest: defaultIngest},
 	}, {
 		args: []string{"--listen", "127.0.0.1:7443", "--db", "postgres://u:p@db:5432/results?sslmode=disable",
 			"--token-file", "tokens", "--tls-cert", "c.pem", "--tls-key", "k.pem", "--client-ca", "ca.pem",
 			"--http-listen", ":8080", "--log-level", "debug"},
 		want: serveOptions{listen: "127.0.0.1:7443", db: "postgres://u:p@db:5432/results?sslmode=disable",
 			tokenFile: "tokens", tlsCert: "c.pem", tlsKey: "k.pem", clientCA: "ca.pem", httpListen: ":8080", logLevel: "debug",
-			limits: defaultLimits, retention: defaultRetention},
+			limits: defaultLimits, retention: defaultRetention, ingest: defaultIngest},
 	}, {
 		args: []string{"-listen=:1", "-db=sqlite:///var/lib/results.db"},
-		want: serveOptions{listen: ":1", db: "sqlite:///var/lib/results.db", logLevel: "info", limits: defaultLimits, retention: defaultRetention},
+		want: serveOptions{listen: ":1", db: "sqlite:///var/lib/results.db", logLevel: "info", limits: defaultLimits, retention: defaultRetention, ingest: defaultIngest},
 	}, {
 		args: []string{"--listen", ":1", "--max-recv-msg-size", "1048576", "--max-results-per-request", "500",
 			"--max-concurrent-streams", "4", "--max-header-bytes", "8192", "--request-timeout", "5s",
@@ -75,7 +75,7 @@ func TestParseServeFlags(t *testing.T) {
 			maxConcurrentStreams: 4, maxHeaderBytes: 8192, maxConnections: 10, httpMaxConnections: 3,
 			httpReadHeaderTimeout: time.Second, httpReadTimeout: 2 * time.Second, httpWriteTimeout: 3 * time.Second,
 			httpIdleTimeout: 4 * time.Second,
-		}, retention: defaultRetention},
+		}, retention: defaultRetention, ingest: defaultIngest},
 	},
 		{args: []string{"--listen", ":1", "--max-recv-msg-size", "0"}, wantErr: "serve: --max-recv-msg-size must be positive"},
 		{args: []string{"--listen", ":1", "--max-connections", "-1", "--http-idle-timeout", "0s"},
@@ -104,21 +104,6 @@ func TestParseServeFlags(t *testing.T) {
 		require.NoError(t, err, "%v", tt.args)
 		assert.Equal(t, tt.want, got, "%v", tt.args)
 	}
-}
-
-func TestReadTokens(t *testing.T) {
-	dir := t.TempDir()
-	path := filepath.Join(dir, "tokens")
-	require.NoError(t, os.WriteFile(path, []byte("# collectors\nfirst\n\n  second  \n#third\n"), 0o600))
-	tokens, err := readTokens(path)
-	require.NoError(t, err)
-	assert.Equal(t, []string{"first", "second"}, tokens)
-
-	require.NoError(t, os.WriteFile(path, []byte("# none yet\n\n"), 0o600))
-	_, err = readTokens(path)
-	assert.EqualError(t, err, path+" has no tokens")
-	_, err = readTokens(filepath.Join(dir, "missing"))
-	assert.ErrorIs(t, err, os.ErrNotExist)
 }
 
 func TestRunUsage(t *testing.T) {

@@ -625,7 +625,8 @@ func (u *fleetUI) resultPage(key string) {
 	t, p := u.t, u.p
 	assert.Equal(t, u.base+"/results/"+key, p.URL())
 	cur := u.db.rows(`SELECT cluster, source, policy, rule, message, state, resource_api_version, resource_kind,
-		resource_namespace, resource_name, extra_metadata, body_json FROM results WHERE key = $1`, key)
+		resource_namespace, resource_name, m.json, body_json FROM results r JOIN metadata m ON m.id = r.metadata_id
+		WHERE key = $1`, key)
 	require.Len(t, cur, 1)
 	r := cur[0]
 	for i, f := range []string{"cluster", "source", "policy", "rule", "message", "state"} {

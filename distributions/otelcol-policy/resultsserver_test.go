@@ -6,6 +6,7 @@ package distribution_test
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"os/exec"
 	"path/filepath"
@@ -66,9 +67,8 @@ func TestBinaryForwardsToResultsServer(t *testing.T) {
 	require.NoError(t, err)
 	var cli struct {
 		Failing []struct {
-			Cluster       string
-			Outcome       string
-			ExtraMetadata map[string]string `json:"extra_metadata"`
+			Key, Cluster, Outcome string
+			ExtraMetadata         map[string]string `json:"extra_metadata"`
 		}
 	}
 	require.NoError(t, json.Unmarshal(out, &cli), string(out))
@@ -76,6 +76,15 @@ func TestBinaryForwardsToResultsServer(t *testing.T) {
 	for _, f := range cli.Failing {
 		assert.Equal(t, "laptop", f.Cluster)
 		assert.Equal(t, "fail", f.Outcome)
-		assert.Equal(t, map[string]string{"environment": "test"}, f.ExtraMetadata)
+		assert.Nil(t, f.ExtraMetadata, "a list leaves extra_metadata to the result's page")
 	}
+	req, err := http.NewRequest(http.MethodGet, server.URL()+"/results/"+cli.Failing[0].Key, nil)
+	require.NoError(t, err)
+	req.Header.Set("Authorization", "Bearer "+resultsToken)
+	resp, err := http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	page, err := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	require.NoError(t, err)
+	assert.Contains(t, string(page), `<tr><th scope="row">environment</th><td>test</td></tr>`, "the result's page shows it")
 }

@@ -128,8 +128,8 @@ func (e *testExporter) sumBy(metric, attr string) map[string]int64 {
 	return out
 }
 
-// expectedFailing is what the fleet view shows of result i of round 0, forwarded with extra.
-func expectedFailing(i int, extra map[string]string) resultsserver.FailingResult {
+// expectedFailing is what the fleet view shows of result i of round 0.
+func expectedFailing(i int) resultsserver.FailingResult {
 	r := testResult(i, 0)
 	return resultsserver.FailingResult{
 		Key: r.Key(), ID: r.ID(), Cluster: testCluster, Source: "kyverno", Policy: "require-labels", Rule: "check-team",
@@ -138,7 +138,7 @@ func expectedFailing(i int, extra map[string]string) resultsserver.FailingResult
 		Resource: resultsserver.Resource{APIVersion: "v1", Kind: "Pod", Namespace: "shop", Name: fmt.Sprintf("pod-%d", i), UID: fmt.Sprintf("uid-%d", i)},
 		Report:   resultsserver.Report{Kind: "PolicyReport", Namespace: "shop", Name: fmt.Sprintf("uid-%d", i)},
 		State:    "new", Timestamp: time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC),
-		ObservedTimestamp: time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC), ExtraMetadata: extra,
+		ObservedTimestamp: time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC),
 	}
 }
 
@@ -172,9 +172,10 @@ func testForward(t *testing.T, dsn string) {
 	got := failingByKey(v)
 	require.Len(t, got, 2500)
 	for i := range 2500 {
-		want := expectedFailing(i, extra)
+		want := expectedFailing(i)
 		require.Equal(t, want, got[want.Key], "result %d", i)
 	}
+	assert.Equal(t, extra, srv.result(expectedFailing(0).Key).ExtraMetadata, "extra_metadata is stored with the results")
 
 	// A new outcome of 100 results, forwarded twice: the second time stores nothing.
 	for range 2 {
@@ -367,7 +368,7 @@ func testPartialRejection(t *testing.T, dsn string) {
 	got := failingByKey(srv.fleet())
 	require.Len(t, got, 4)
 	for i := range 4 {
-		want := expectedFailing(i, nil)
+		want := expectedFailing(i)
 		assert.Equal(t, want, got[want.Key])
 	}
 	assert.Equal(t, map[string]int64{"accepted": 4, "rejected": 2, "invalid": 1}, exp.counts(t, "results", "outcome"))

@@ -104,7 +104,11 @@ func startServer(t *testing.T, dsn string, opts ...serverOption) *testServer {
 }
 
 func (s *testServer) open() {
-	srv, err := resultsserver.Open(context.Background(), resultsserver.Config{DB: s.dsn, Tokens: s.tokens, Logger: zap.NewNop()})
+	var tokens []resultsserver.Token
+	for _, t := range s.tokens {
+		tokens = append(tokens, resultsserver.FullAccess(t))
+	}
+	srv, err := resultsserver.Open(context.Background(), resultsserver.Config{DB: s.dsn, Tokens: tokens, Logger: zap.NewNop()})
 	require.NoError(s.t, err)
 	s.mu.Lock()
 	s.srv = srv
@@ -148,6 +152,14 @@ func (s *testServer) fleet() resultsserver.FleetView {
 	v, err := s.srv.Fleet(context.Background(), resultsserver.Filter{})
 	require.NoError(s.t, err)
 	return v
+}
+
+func (s *testServer) result(key string) resultsserver.ResultDetail {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	d, err := s.srv.Result(context.Background(), key)
+	require.NoError(s.t, err)
+	return d
 }
 
 // attempts counts every Forward call that reached the server: those that began, and those the token check

@@ -6,7 +6,7 @@ package resultsserver
 import (
 	"context"
 	"database/sql"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -130,7 +130,8 @@ type Report struct {
 	Name      string `json:"name,omitempty"`
 }
 
-// FailingResult is a current result that needs attention.
+// FailingResult is a current result that needs attention. Lists of them leave out what the result's page
+// shows (ResultDetail): the request's extra_metadata and the body, which may be kilobytes per result.
 type FailingResult struct {
 	Key      string `json:"key"`
 	ID       string `json:"id"`
@@ -144,12 +145,11 @@ type FailingResult struct {
 	Scored   *bool  `json:"scored,omitempty"`
 	Message  string `json:"message,omitempty"`
 	// Resource is unset for a cluster-wide check.
-	Resource          Resource          `json:"resource,omitzero"`
-	Report            Report            `json:"report,omitzero"`
-	State             string            `json:"state,omitempty"`
-	Timestamp         time.Time         `json:"timestamp,omitzero"`
-	ObservedTimestamp time.Time         `json:"observed_timestamp,omitzero"`
-	ExtraMetadata     map[string]string `json:"extra_metadata,omitempty"`
+	Resource          Resource  `json:"resource,omitzero"`
+	Report            Report    `json:"report,omitzero"`
+	State             string    `json:"state,omitempty"`
+	Timestamp         time.Time `json:"timestamp,omitzero"`
+	ObservedTimestamp time.Time `json:"observed_timestamp,omitzero"`
 	// Vulnerability is set on results that are one vulnerable package each.
 	Vulnerability *Vulnerability `json:"vulnerability,omitempty"`
 	// FailedChecks counts the failing checks behind a result that aggregates checks (a compliance control).
@@ -195,6 +195,15 @@ func (s *Server) Fleet(ctx context.Context, f Filter) (FleetView, error) {
 	}
 	v.Failing, v.Truncated, err = s.store.failing(ctx, f)
 	return v, err
+}
+
+// ErrNoResult is Result's error for a key the database does not hold.
+var ErrNoResult = errors.New("no result with this key")
+
+// Result is one result as its page shows it: its current state with the request's extra_metadata and the
+// body, and its latest outcomes.
+func (s *Server) Result(ctx context.Context, key string) (ResultDetail, error) {
+	return s.store.resultDetail(ctx, key)
 }
 
 // where builds the filter's condition on current, unresolved results.
@@ -307,8 +316,7 @@ func (s *store) failing(ctx context.Context, f Filter) ([]FailingResult, bool, e
 // currentColumns are the columns of a current result that scanCurrent reads, in its order.
 const currentColumns = `key, id, cluster, source, policy, rule, category, severity, outcome, scored, message,
 	resource_api_version, resource_kind, resource_namespace, resource_name, resource_uid,
-	report_kind, report_namespace, report_name, state, timestamp_unix_nano, observed_unix_nano,
-	extra_metadata, updated_unix_nano, vulnerability_id, vulnerability_score, vulnerability_score_version,
+	report_kind, report_namespace, report_name, state, timestamp_unix_nano, observed_unix_nano, updated_unix_nano, vulnerability_id, vulnerability_score, vulnerability_score_version,
 	vulnerability_reference, package_name, package_version, package_fixed_version, package_path, package_type,
 	failed_checks`
 
@@ -334,13 +342,12 @@ func scanCurrent(rows *sql.Rows) (FailingResult, error) {
 	var r FailingResult
 	var scored, ts, observed, failedChecks sql.NullInt64
 	var score sql.NullFloat64
-	var meta string
 	var updated int64
 	var v Vulnerability
 	if err := rows.Scan(&r.Key, &r.ID, &r.Cluster, &r.Source, &r.Policy, &r.Rule, &r.Category, &r.Severity,
 		&r.Outcome, &scored, &r.Message,
 		&r.Resource.APIVersion, &r.Resource.Kind, &r.Resource.Namespace, &r.Resource.Name, &r.Resource.UID,
-		&r.Report.Kind, &r.Report.Namespace, &r.Report.Name, &r.State, &ts, &observed, &meta, &updated,
+		&r.Report.Kind, &r.Report.Namespace, &r.Report.Name, &r.State, &ts, &observed, &updated,
 		&v.ID, &score, &v.ScoreVersion, &v.Reference, &v.PackageName, &v.PackageVersion, &v.PackageFixedVersion,
 		&v.PackagePath, &v.PackageType, &failedChecks); err != nil {
 		return FailingResult{}, err
@@ -364,12 +371,6 @@ func scanCurrent(rows *sql.Rows) (FailingResult, error) {
 	}
 	if failedChecks.Valid {
 		r.FailedChecks = &failedChecks.Int64
-	}
-	if err := json.Unmarshal([]byte(meta), &r.ExtraMetadata); err != nil {
-		return FailingResult{}, fmt.Errorf("extra_metadata of %s: %w", r.Key, err)
-	}
-	if len(r.ExtraMetadata) == 0 {
-		r.ExtraMetadata = nil
 	}
 	return r, nil
 }

@@ -185,7 +185,6 @@ func TestFleetHTTP(t *testing.T) {
 		    "state": "new",
 		    "timestamp": "2026-11-22T08:00:00Z",
 		    "observed_timestamp": "2026-11-22T08:00:01Z",
-		    "extra_metadata": {"k8s.cluster.name": "west"},
 		    "updated_at": "2026-11-22T08:01:00Z"
 		  }],
 		  "truncated": false

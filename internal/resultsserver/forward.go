@@ -4,10 +4,11 @@
 package resultsserver
 
 import (
+	"cmp"
 	"context"
-	"encoding/json"
 	"fmt"
 	"math"
+	"slices"
 	"strings"
 	"time"
 
@@ -34,6 +35,13 @@ const (
 	ReasonBadScore       = "vulnerability score is not a finite number"
 	reasonUnknownOutcome = "outcome %d is unknown to this server"
 	reasonBadTimestamp   = "%s is out of range"
+	reasonMetadataKeys   = "extra_metadata has %d keys, more than this server's limit of %d"
+	reasonMetadataBytes  = "extra_metadata holds %d bytes of keys and values, more than this server's limit of %d"
+	reasonBodyBytes      = "body_json is %d bytes, more than this server's limit of %d"
+	reasonBodyDepth      = "body_json nests arrays and objects deeper than this server's limit of %d"
+	reasonClusterDenied  = "this token may not write results of cluster %q"
+	reasonClusterQuota   = "this token may write results of at most %d clusters, and cluster %q would be one more"
+	reasonKeyQuota       = "this token's clusters may hold at most %d results, and this one would be one more"
 )
 
 type forwarder struct {
@@ -41,41 +49,64 @@ type forwarder struct {
 	s *Server
 }
 
-// Forward checks every result on its own and stores the valid ones in one transaction, so a request is stored
-// entirely or not at all and a client's retry after UNAVAILABLE repeats exactly what may have been committed.
+// candidate is a result that passed its own checks, with its index in the request.
+type candidate struct {
+	index int
+	row   row
+}
+
+// Forward checks every result on its own, then the token's quotas, and stores the valid ones in one
+// transaction, so a request is stored entirely or not at all and a client's retry after UNAVAILABLE repeats
+// exactly what may have been committed.
 func (f *forwarder) Forward(ctx context.Context, req *pb.ForwardRequest) (*pb.ForwardResponse, error) {
 	resp := &pb.ForwardResponse{}
 	results := req.GetResults()
 	if len(results) == 0 {
 		return resp, nil
 	}
-	meta := req.GetExtraMetadata()
-	if meta == nil {
-		meta = map[string]string{} // stored as {}, not null
+	p := principalOf(ctx)
+	if p == nil && len(f.s.tokens) > 0 {
+		return nil, errUnauthenticated // tapCall authenticates every call: only a call from inside gets here
 	}
-	metaJSON, err := json.Marshal(meta)
-	if err != nil {
-		return nil, status.Errorf(codes.InvalidArgument, "extra_metadata: %v", err)
+	reject := func(i int, kind rejectKind, reason string) {
+		f.s.metrics.ingest.rejected[kind].Add(1)
+		resp.Rejected = append(resp.Rejected, &pb.Rejection{Index: uint32(i), Id: results[i].GetId(), Reason: reason}) //nolint:gosec // G115: i < max results per request (a uint32)
+	}
+	meta, reason := newRequestMetadata(req.GetExtraMetadata(), f.s.ingest)
+	if reason != "" {
+		for i := range results {
+			reject(i, rejectMetadataTooLarge, reason)
+		}
+		f.s.metrics.rejected.Add(uint64(len(results)))
+		return resp, nil
 	}
 	now := f.s.now()
-	rows := make([]row, 0, len(results))
+	cands := make([]candidate, 0, len(results))
 	for i, r := range results {
-		rw, reason := toRow(r, meta, now)
+		rw, kind, reason := f.s.check(r, req.GetExtraMetadata(), p, now)
 		if reason != "" {
-			resp.Rejected = append(resp.Rejected, &pb.Rejection{Index: uint32(i), Id: r.GetId(), Reason: reason})
+			reject(i, kind, reason)
 			continue
 		}
-		rw.extraMetadata = string(metaJSON)
-		rows = append(rows, rw)
+		rw.meta = meta
+		cands = append(cands, candidate{i, rw})
 	}
+	if p != nil && len(cands) > 0 {
+		var err error
+		if cands, err = f.s.applyQuotas(ctx, p, cands, now, reject); err != nil {
+			return nil, f.s.unavailable(ctx, len(cands), err)
+		}
+	}
+	rows := make([]row, len(cands))
+	for i, c := range cands {
+		rows[i] = c.row
+	}
+	// Rejections were made in two passes (each result's checks, then the quotas): the response lists them in
+	// request order.
+	slices.SortFunc(resp.Rejected, func(a, b *pb.Rejection) int { return cmp.Compare(a.GetIndex(), b.GetIndex()) })
 	if len(rows) > 0 {
 		if err := f.s.store.put(ctx, rows, now); err != nil {
-			if ctx.Err() != nil {
-				return nil, status.FromContextError(ctx.Err()).Err()
-			}
-			f.s.logger.Warn("storing forwarded results failed", zap.Int("results", len(rows)), zap.Error(err))
-			// The database's own message stays in the server's log: it may name hosts and users.
-			return nil, status.Error(codes.Unavailable, "the results database is unavailable, retry later")
+			return nil, f.s.unavailable(ctx, len(rows), err)
 		}
 	}
 	resp.Accepted = uint32(len(rows)) //nolint:gosec // G115: at most the request's results, bounded by max results per request (a uint32)
@@ -83,6 +114,43 @@ func (f *forwarder) Forward(ctx context.Context, req *pb.ForwardRequest) (*pb.Fo
 	f.s.metrics.rejected.Add(uint64(len(resp.Rejected)))
 	f.s.logger.Debug("forward", zap.Int("accepted", len(rows)), zap.Int("rejected", len(resp.Rejected)))
 	return resp, nil
+}
+
+// unavailable answers a request the database failed.
+func (s *Server) unavailable(ctx context.Context, results int, err error) error {
+	if ctx.Err() != nil {
+		return status.FromContextError(ctx.Err()).Err()
+	}
+	s.logger.Warn("storing forwarded results failed", zap.Int("results", results), zap.Error(err))
+	// The database's own message stays in the server's log: it may name hosts and users.
+	return status.Error(codes.Unavailable, "the results database is unavailable, retry later")
+}
+
+// check runs a result's own checks (toRow), then whether the token may write its cluster, then the limits on
+// its body; it orders a result from beyond the clock skew by the time it was received.
+func (s *Server) check(r *pb.Result, meta map[string]string, p *principal, now time.Time) (row, rejectKind, string) {
+	rw, reason := toRow(r, meta, now)
+	if reason != "" {
+		return row{}, rejectInvalid, reason
+	}
+	l := s.ingest
+	switch {
+	case p != nil && !p.mayWrite(rw.cluster):
+		return row{}, rejectClusterDenied, fmt.Sprintf(reasonClusterDenied, rw.cluster)
+	case len(rw.bodyJSON) > l.MaxBodyBytes:
+		return row{}, rejectBodyTooLarge, fmt.Sprintf(reasonBodyBytes, len(rw.bodyJSON), l.MaxBodyBytes)
+	case nestsDeeper(rw.bodyJSON, l.MaxBodyDepth):
+		return row{}, rejectBodyTooDeep, fmt.Sprintf(reasonBodyDepth, l.MaxBodyDepth)
+	}
+	// The upsert keeps the row of a key with the latest order: a time from the future would keep it until then,
+	// whatever its collector sends meanwhile (a pass observed in 2262, forged or from a clock far ahead, kept a
+	// result from ever failing again). Beyond the skew the time is not believed, and the result is ordered by
+	// when it arrived, as a result without any time is. Its times are still stored as sent.
+	if rw.order > now.Add(l.MaxClockSkew).UnixNano() {
+		rw.order = now.UnixNano()
+		s.metrics.ingest.clampedTimes.Add(1)
+	}
+	return rw, 0, ""
 }
 
 // toRow checks one result and converts it for the store, or says why it cannot be stored.

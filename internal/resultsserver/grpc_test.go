@@ -90,7 +90,7 @@ func TestGRPCOverMutualTLS(t *testing.T) {
 func TestGRPCTokens(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
 	s, err := Open(context.Background(), Config{DB: "sqlite://" + t.TempDir() + "/results.db",
-		Tokens: []string{"first-secret", "second-secret"}, Logger: zap.New(core)})
+		Tokens: fullAccess("first-secret", "second-secret"), Logger: zap.New(core)})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	client := dial(t, serveGRPC(t, s), insecure.NewCredentials())

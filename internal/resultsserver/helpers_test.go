@@ -38,7 +38,7 @@ func open(t *testing.T, dsn string, tokens ...string) *Server {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	s, err := Open(ctx, Config{DB: dsn, Tokens: tokens})
+	s, err := Open(ctx, Config{DB: dsn, Tokens: fullAccess(tokens...)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -88,6 +88,14 @@ func (s spec) pb() *pb.Result {
 	return r
 }
 
+func fullAccess(secrets ...string) []Token {
+	out := make([]Token, len(secrets))
+	for i, s := range secrets {
+		out[i] = FullAccess(s)
+	}
+	return out
+}
+
 func forward(t *testing.T, s *Server, req *pb.ForwardRequest) *pb.ForwardResponse {
 	t.Helper()
 	resp, err := (&forwarder{s: s}).Forward(context.Background(), req)
@@ -108,8 +116,8 @@ type stored struct {
 
 func current(t *testing.T, s *Server) map[string]stored {
 	t.Helper()
-	rows, err := s.store.db.Query(`SELECT key, id, cluster, outcome, state, extra_metadata, body_json, resolved,
-		order_unix_nano FROM results`)
+	rows, err := s.store.db.Query(`SELECT key, r.id, cluster, outcome, state, m.json, body_json, resolved,
+		order_unix_nano FROM results r JOIN metadata m ON m.id = r.metadata_id`)
 	if err != nil {
 		t.Fatal(err)
 	}

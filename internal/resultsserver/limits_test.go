@@ -28,7 +28,7 @@ const limitsToken = "limits-secret"
 
 func limitedServer(t *testing.T, l Limits) (*Server, string) {
 	t.Helper()
-	s, err := Open(context.Background(), Config{DB: "sqlite://" + t.TempDir() + "/results.db", Tokens: []string{limitsToken}, Limits: l})
+	s, err := Open(context.Background(), Config{DB: "sqlite://" + t.TempDir() + "/results.db", Tokens: fullAccess(limitsToken), Limits: l})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	return s, serveGRPC(t, s)

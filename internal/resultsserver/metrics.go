@@ -18,6 +18,7 @@ import (
 const (
 	reasonUnauthenticated = "unauthenticated"
 	reasonTooManyResults  = "too_many_results"
+	reasonReadOnly        = "read_only"
 )
 
 // Listener names a listener in results_server_connections_refused_total.
@@ -35,12 +36,14 @@ func (l Listener) String() string { return [...]string{"grpc", "http"}[l] }
 // listener. Every series exists from the start, at 0.
 type metrics struct {
 	grpcUnauthenticated, grpcTooManyResults, httpUnauthenticated atomic.Uint64
+	grpcReadOnly                                                 atomic.Uint64
 
 	connectionsRefused [numListeners]atomic.Uint64
 	// calls counts ended gRPC calls by status code; calls refused before they started (unauthenticated) are
 	// only in the refused counter.
 	calls              [codes.Unauthenticated + 1]atomic.Uint64
 	accepted, rejected atomic.Uint64
+	ingest             ingestMetrics
 	// prunedHistory and prunedResolved count rows the retention deleted; pruneFailures, prunes of a table that
 	// failed.
 	prunedHistory, prunedResolved, pruneFailures atomic.Uint64
@@ -57,6 +60,7 @@ func (m *metrics) write(w io.Writer) error {
 	p("# TYPE results_server_requests_refused_total counter\n")
 	p("results_server_requests_refused_total{api=\"grpc\",reason=%q} %d\n", reasonUnauthenticated, m.grpcUnauthenticated.Load())
 	p("results_server_requests_refused_total{api=\"grpc\",reason=%q} %d\n", reasonTooManyResults, m.grpcTooManyResults.Load())
+	p("results_server_requests_refused_total{api=\"grpc\",reason=%q} %d\n", reasonReadOnly, m.grpcReadOnly.Load())
 	p("results_server_requests_refused_total{api=\"http\",reason=%q} %d\n", reasonUnauthenticated, m.httpUnauthenticated.Load())
 	p("# HELP results_server_connections_refused_total Connections closed on accept because the listener had its maximum of connections.\n")
 	p("# TYPE results_server_connections_refused_total counter\n")
@@ -72,6 +76,7 @@ func (m *metrics) write(w io.Writer) error {
 	p("# TYPE results_server_results_total counter\n")
 	p("results_server_results_total{outcome=\"accepted\"} %d\n", m.accepted.Load())
 	p("results_server_results_total{outcome=\"rejected\"} %d\n", m.rejected.Load())
+	m.ingest.write(p)
 	p("# HELP results_server_pruned_rows_total Rows the retention deleted, by table.\n")
 	p("# TYPE results_server_pruned_rows_total counter\n")
 	p("results_server_pruned_rows_total{table=%q} %d\n", historyPrune.table, m.prunedHistory.Load())

@@ -39,19 +39,8 @@ func (r Retention) Enabled() bool { return r.History > 0 || r.Resolved > 0 }
 
 // Validate refuses negative durations and batch sizes.
 func (r Retention) Validate() error {
-	var errs []error
-	for _, f := range []struct {
-		name string
-		v    int64
-	}{
-		{"history retention", int64(r.History)}, {"resolved retention", int64(r.Resolved)},
-		{"retention interval", int64(r.Interval)}, {"retention batch size", int64(r.BatchSize)},
-	} {
-		if f.v < 0 {
-			errs = append(errs, fmt.Errorf("%s must not be negative", f.name))
-		}
-	}
-	return errors.Join(errs...)
+	return notNegative(namedValue{"history retention", int64(r.History)}, namedValue{"resolved retention", int64(r.Resolved)},
+		namedValue{"retention interval", int64(r.Interval)}, namedValue{"retention batch size", int64(r.BatchSize)})
 }
 
 func (r Retention) withDefaults() Retention {
@@ -66,16 +55,18 @@ type Pruned struct {
 }
 
 // prune is one table's retention: rows matching cond (whose one parameter is the cutoff, in Unix nanoseconds)
-// are deleted, key lists the table's primary key columns.
+// are deleted, key lists the table's primary key columns. countsKeys says the table is results, whose rows the
+// clusters table counts (see quota.go): a batch subtracts what it deleted, in its transaction.
 type prune struct {
 	table, key, cond string
+	countsKeys       bool
 }
 
 var (
 	// Both conditions are on the server's own clock (received and updated times), never on a cluster's, so a
 	// cluster with a wrong clock cannot get its results pruned early.
 	historyPrune  = prune{table: "result_history", key: "id, state", cond: "received_unix_nano < $1"}
-	resolvedPrune = prune{table: "results", key: "key", cond: "resolved = 1 AND updated_unix_nano < $1"}
+	resolvedPrune = prune{table: "results", key: "key", cond: "resolved = 1 AND updated_unix_nano < $1", countsKeys: true}
 )
 
 // sql is a DELETE of at most $2 rows matching p.cond. The condition is repeated outside the subquery: on
@@ -152,12 +143,13 @@ func (s *Server) Prune(ctx context.Context) (Pruned, error) {
 func (s *Server) pruneTable(ctx context.Context, p prune, cutoff int64, counter *atomic.Uint64) (int64, error) {
 	query := p.sql(s.store.d)
 	var total int64
+	batch := s.store.deleteBatch
+	if p.countsKeys {
+		query += " RETURNING cluster"
+		batch = s.store.deleteCountedBatch
+	}
 	for {
-		res, err := s.store.db.ExecContext(ctx, query, cutoff, s.retention.BatchSize)
-		if err != nil {
-			return total, err
-		}
-		n, err := res.RowsAffected()
+		n, err := batch(ctx, query, cutoff, s.retention.BatchSize)
 		if err != nil {
 			return total, err
 		}
@@ -167,4 +159,45 @@ func (s *Server) pruneTable(ctx context.Context, p prune, cutoff int64, counter 
 			return total, nil
 		}
 	}
+}
+
+func (s *store) deleteBatch(ctx context.Context, query string, cutoff int64, size int) (int64, error) {
+	res, err := s.db.ExecContext(ctx, query, cutoff, size)
+	if err != nil {
+		return 0, err
+	}
+	return res.RowsAffected()
+}
+
+// deleteCountedBatch deletes a batch of results (query returns the cluster of each row) and subtracts the rows
+// from their clusters' counts, in one transaction.
+func (s *store) deleteCountedBatch(ctx context.Context, query string, cutoff int64, size int) (int64, error) {
+	tx, err := s.db.BeginTx(ctx, nil)
+	if err != nil {
+		return 0, err
+	}
+	defer func() { _ = tx.Rollback() }()
+	rows, err := tx.QueryContext(ctx, query, cutoff, size)
+	if err != nil {
+		return 0, err
+	}
+	deleted := map[string]int64{}
+	var n int64
+	for rows.Next() {
+		var cluster string
+		if err := rows.Scan(&cluster); err != nil {
+			rows.Close()
+			return 0, err
+		}
+		deleted[cluster]--
+		n++
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return 0, err
+	}
+	if err := addClusterKeys(ctx, sqlTx{tx}, deleted); err != nil {
+		return 0, err
+	}
+	return n, tx.Commit()
 }

@@ -25,11 +25,13 @@ type Config struct {
 	// "postgres://user:pass@host:port/db?sslmode=disable" (any connection string pgx accepts, postgresql://
 	// too).
 	DB string
-	// Tokens are the accepted bearer tokens (gRPC metadata "authorization: Bearer <token>"); none means no token
-	// authentication, for servers behind mutual TLS or on a trusted network.
-	Tokens []string
+	// Tokens are the accepted bearer tokens (gRPC metadata "authorization: Bearer <token>") and what each may
+	// read and write; none means no token authentication, for servers behind mutual TLS or on a trusted network.
+	Tokens []Token
 	// Limits bound the gRPC API; zero fields take their defaults.
 	Limits Limits
+	// Ingest bounds what results and tokens may store; zero fields take their defaults.
+	Ingest IngestLimits
 	// Retention prunes old history and resolved results when RunRetention runs; the zero value keeps
 	// everything.
 	Retention Retention
@@ -41,8 +43,9 @@ type Config struct {
 // back any number of gRPC and HTTP servers.
 type Server struct {
 	store   *store
-	tokens  [][]byte
+	tokens  []*principal
 	limits  Limits
+	ingest  IngestLimits
 	metrics metrics
 	logger  *zap.Logger
 	// now is the clock of received and updated times; tests fix it.
@@ -61,21 +64,18 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	if err := cfg.Limits.Validate(); err != nil {
 		return nil, fmt.Errorf("resultsserver: %w", err)
 	}
-	if err := cfg.Retention.Validate(); err != nil {
+	if err := errors.Join(cfg.Retention.Validate(), cfg.Ingest.Validate()); err != nil {
 		return nil, fmt.Errorf("resultsserver: %w", err)
 	}
-	tokens := make([][]byte, 0, len(cfg.Tokens))
-	for _, t := range cfg.Tokens {
-		if t == "" {
-			return nil, errors.New("resultsserver: empty token")
-		}
-		tokens = append(tokens, []byte(t))
+	tokens, err := newPrincipals(cfg.Tokens)
+	if err != nil {
+		return nil, fmt.Errorf("resultsserver: %w", err)
 	}
 	st, err := openStore(ctx, cfg.DB)
 	if err != nil {
 		return nil, fmt.Errorf("resultsserver: %w", err)
 	}
-	return &Server{store: st, tokens: tokens, limits: cfg.Limits.withDefaults(),
+	return &Server{store: st, tokens: tokens, limits: cfg.Limits.withDefaults(), ingest: cfg.Ingest.withDefaults(),
 		retention: cfg.Retention.withDefaults(), logger: logger, now: time.Now}, nil
 }
 

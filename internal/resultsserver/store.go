@@ -6,6 +6,7 @@ package resultsserver
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -27,9 +28,13 @@ type row struct {
 	state                                                               string
 	timestamp, observed                                                 *int64
 	order                                                               int64
-	extraMetadata, bodyJSON                                             string
-	vulnerability                                                       policyresult.Vulnerability
-	failedChecks                                                        *int64
+	bodyJSON                                                            string
+	// meta is the request's extra_metadata, shared by its rows; metadataID its id in the metadata table, which
+	// the transaction that writes the row sets (resolveMetadata).
+	meta          *requestMetadata
+	metadataID    int64
+	vulnerability policyresult.Vulnerability
+	failedChecks  *int64
 	// at is when this server received the row's request: its received, first-seen and updated time.
 	at int64
 }
@@ -39,7 +44,7 @@ var rowColumns = []string{
 	"key", "id", "cluster", "source", "policy", "rule", "category", "severity", "outcome", "scored", "message",
 	"resource_api_version", "resource_kind", "resource_namespace", "resource_name", "resource_uid",
 	"report_kind", "report_namespace", "report_name", "state",
-	"timestamp_unix_nano", "observed_unix_nano", "order_unix_nano", "extra_metadata", "body_json",
+	"timestamp_unix_nano", "observed_unix_nano", "order_unix_nano", "metadata_id", "body_json",
 	"vulnerability_id", "vulnerability_score", "vulnerability_score_version", "vulnerability_reference",
 	"package_name", "package_version", "package_fixed_version", "package_path", "package_type", "failed_checks",
 }
@@ -54,7 +59,7 @@ func (r *row) args() []any {
 		r.key, r.id, r.cluster, r.source, r.policy, r.rule, r.category, r.severity, r.outcome, scored, r.message,
 		r.resource.APIVersion, r.resource.Kind, r.resource.Namespace, r.resource.Name, r.resource.UID,
 		r.report.Kind, r.report.Namespace, r.report.Name, r.state,
-		nullable(r.timestamp), nullable(r.observed), r.order, r.extraMetadata, r.bodyJSON,
+		nullable(r.timestamp), nullable(r.observed), r.order, r.metadataID, r.bodyJSON,
 		v.ID, nullable(v.Score), v.ScoreVersion, v.Reference,
 		v.PackageName, v.PackageVersion, v.PackageFixedVersion, v.PackagePath, v.PackageType, nullable(r.failedChecks),
 	}
@@ -78,9 +83,9 @@ func nullable[T int64 | float64](p *T) any {
 var upsertColumns = append(slices.Clone(rowColumns), "resolved", "first_seen_unix_nano", "updated_unix_nano")
 
 // upsertSuffix replaces the current row of a key only with an outcome at least as recent (by order_unix_nano, see
-// toRow), so that a retried older request never undoes a newer one; and only with a different id or state, so
-// that forwarding the same result again leaves the row, its times included, exactly as it was. A resolved state
-// marks the row resolved; any later other state clears the mark.
+// toRow and Server.check), so that a retried older request never undoes a newer one; and only with a different
+// id or state, so that forwarding the same result again leaves the row, its times included, exactly as it was.
+// A resolved state marks the row resolved; any later other state clears the mark.
 var upsertSuffix = func() string {
 	var set []string
 	for _, c := range upsertColumns {
@@ -111,7 +116,8 @@ type store struct {
 	db *sql.DB
 	d  dialect
 	// commits is SQLite's one writer (nil on PostgreSQL).
-	commits *groupCommit
+	commits       *groupCommit
+	metadataCache metadataIDs
 }
 
 func openStore(ctx context.Context, dsn string) (*store, error) {
@@ -166,6 +172,17 @@ func (s *store) writeRows(ctx context.Context, rows []row) error {
 		return err
 	}
 	defer func() { _ = tx.Rollback() }()
+	ids, err := s.resolveMetadata(ctx, sqlTx{tx}, rows)
+	if err != nil {
+		return err
+	}
+	// SQLite gives a new row a rowid larger than the largest in the table before (until rowids reach 2^63), and
+	// this writer is the only one: the rows past the largest rowid of before are those this transaction
+	// inserted, which the clusters table counts.
+	var maxRowid int64
+	if err := tx.QueryRowContext(ctx, `SELECT COALESCE(MAX(rowid), 0) FROM results`).Scan(&maxRowid); err != nil {
+		return err
+	}
 	upsert, err := tx.PrepareContext(ctx, insertSQL("results", upsertColumns, upsertSuffix))
 	if err != nil {
 		return err
@@ -177,6 +194,10 @@ func (s *store) writeRows(ctx context.Context, rows []row) error {
 			return fmt.Errorf("storing result %s: %w", r.key, err)
 		}
 	}
+	inserted, err := s.insertedSince(ctx, tx, maxRowid)
+	if err != nil {
+		return err
+	}
 	history, err := tx.PrepareContext(ctx, insertSQL("result_history", historyColumns, historySuffix))
 	if err != nil {
 		return err
@@ -187,7 +208,66 @@ func (s *store) writeRows(ctx context.Context, rows []row) error {
 			return fmt.Errorf("recording result %s: %w", r.id, err)
 		}
 	}
-	return tx.Commit()
+	if err := addClusterKeys(ctx, sqlTx{tx}, inserted); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	s.metadataCache.remember(ids)
+	return nil
+}
+
+// insertedSince counts the rows of results past rowid by cluster: a range of the table's own b-tree.
+func (s *store) insertedSince(ctx context.Context, tx *sql.Tx, rowid int64) (map[string]int64, error) {
+	rows, err := tx.QueryContext(ctx, `SELECT cluster, COUNT(*) FROM results WHERE rowid > $1 GROUP BY cluster`, rowid)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	inserted := map[string]int64{}
+	for rows.Next() {
+		var cluster string
+		var n int64
+		if err := rows.Scan(&cluster, &n); err != nil {
+			return nil, err
+		}
+		inserted[cluster] = n
+	}
+	return inserted, rows.Err()
+}
+
+// sqlTx and pgxTx are the transactions of the two drivers as a txRunner.
+type sqlTx struct{ tx *sql.Tx }
+
+func (t sqlTx) exec(ctx context.Context, q string, args ...any) error {
+	_, err := t.tx.ExecContext(ctx, q, args...)
+	return err
+}
+
+func (t sqlTx) queryInt(ctx context.Context, q string, args ...any) (int64, bool, error) {
+	var n int64
+	err := t.tx.QueryRowContext(ctx, q, args...).Scan(&n)
+	if errors.Is(err, sql.ErrNoRows) {
+		return 0, false, nil
+	}
+	return n, err == nil, err
+}
+
+type pgxTx struct{ tx pgx.Tx }
+
+func (t pgxTx) exec(ctx context.Context, q string, args ...any) error {
+	_, err := t.tx.Exec(ctx, q, args...)
+	return err
+}
+
+func (t pgxTx) queryInt(ctx context.Context, q string, args ...any) (int64, bool, error) {
+	var n int64
+	err := t.tx.QueryRow(ctx, q, args...).Scan(&n)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return 0, false, nil
+	}
+	return n, err == nil, err
 }
 
 // stagingTable receives a request's rows by COPY on PostgreSQL: one binary stream instead of thousands of bound
@@ -204,9 +284,12 @@ var (
 
 	// The same statements as the multi-row INSERTs, fed from the staging table in key order; the received time
 	// is also the first-seen and updated time, as in put.
-	upsertFromStaging = "INSERT INTO results (" + strings.Join(upsertColumns, ", ") + ") SELECT " +
+	// It answers the keys it inserted per cluster: an inserted row has no xmax (no transaction replaced or
+	// locked it), an updated one has this transaction's.
+	upsertFromStaging = "WITH upserted AS (INSERT INTO results (" + strings.Join(upsertColumns, ", ") + ") SELECT " +
 		strings.Join(rowColumns, ", ") + ", resolved, received_unix_nano, received_unix_nano FROM " + stagingTable +
-		" WHERE latest ORDER BY seq" + upsertSuffix
+		" WHERE latest ORDER BY seq" + upsertSuffix + " RETURNING cluster, xmax = 0 AS inserted)" +
+		" SELECT cluster, COUNT(*) FROM upserted WHERE inserted GROUP BY cluster"
 	historyFromStaging = "INSERT INTO result_history (" + strings.Join(historyColumns, ", ") + ") SELECT " +
 		strings.Join(historyColumns, ", ") + " FROM " + stagingTable + " ORDER BY seq" + historySuffix
 )
@@ -233,6 +316,10 @@ func (s *store) putCopy(ctx context.Context, rows []row) error {
 		if _, err := tx.Exec(ctx, createStaging); err != nil {
 			return fmt.Errorf("creating the staging table: %w", err)
 		}
+		ids, err := s.resolveMetadata(ctx, pgxTx{tx}, rows)
+		if err != nil {
+			return err
+		}
 		latest := latestMarks(rows)
 		src := pgx.CopyFromSlice(len(rows), func(i int) ([]any, error) {
 			resolved := boolInt(rows[i].state == string(policyresult.StateResolved))
@@ -241,14 +328,51 @@ func (s *store) putCopy(ctx context.Context, rows []row) error {
 		if _, err := tx.CopyFrom(ctx, pgx.Identifier{stagingTable}, stagingColumns, src); err != nil {
 			return fmt.Errorf("copying %d results: %w", len(rows), err)
 		}
-		var b pgx.Batch
-		b.Queue(upsertFromStaging)
-		b.Queue(historyFromStaging)
-		if err := tx.SendBatch(ctx, &b).Close(); err != nil {
+		inserted, err := upsertStaged(ctx, tx)
+		if err != nil {
 			return fmt.Errorf("storing %d results: %w", len(rows), err)
 		}
-		return tx.Commit(ctx)
+		if err := addClusterKeys(ctx, pgxTx{tx}, inserted); err != nil {
+			return err
+		}
+		if err := tx.Commit(ctx); err != nil {
+			return err
+		}
+		s.metadataCache.remember(ids)
+		return nil
 	})
+}
+
+// upsertStaged writes both tables from the staging table, the two statements sent together, and returns the
+// keys inserted per cluster.
+func upsertStaged(ctx context.Context, tx pgx.Tx) (map[string]int64, error) {
+	var b pgx.Batch
+	b.Queue(upsertFromStaging)
+	b.Queue(historyFromStaging)
+	br := tx.SendBatch(ctx, &b)
+	defer br.Close()
+	rows, err := br.Query()
+	if err != nil {
+		return nil, err
+	}
+	inserted := map[string]int64{}
+	for rows.Next() {
+		var cluster string
+		var n int64
+		if err := rows.Scan(&cluster, &n); err != nil {
+			rows.Close()
+			return nil, err
+		}
+		inserted[cluster] = n
+	}
+	rows.Close()
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	if _, err := br.Exec(); err != nil {
+		return nil, err
+	}
+	return inserted, br.Close()
 }
 
 // latestPerKey keeps, of the rows of each key (rows are sorted by key, in request order within a key), the one

@@ -79,10 +79,11 @@ func TestStore(t *testing.T) {
 			for i := range got {
 				ptrs[i] = &got[i]
 			}
-			require.NoError(t, s.store.db.QueryRow(`SELECT key, id, cluster, source, policy, rule, category, severity,
+			require.NoError(t, s.store.db.QueryRow(`SELECT key, r.id, cluster, source, policy, rule, category, severity,
 				outcome, scored, message, resource_api_version, resource_kind, resource_namespace, resource_name,
 				resource_uid, report_kind, report_namespace, report_name, state, timestamp_unix_nano,
-				observed_unix_nano, order_unix_nano, extra_metadata, body_json FROM results`).Scan(ptrs...))
+				observed_unix_nano, order_unix_nano, m.json, body_json FROM results r
+				JOIN metadata m ON m.id = r.metadata_id`).Scan(ptrs...))
 			for i, v := range got {
 				if b, ok := v.([]byte); ok {
 					got[i] = string(b)
@@ -237,6 +238,7 @@ func TestStore(t *testing.T) {
 					assert.True(t, proto.Equal(want, resp), "step %d: got %v, want %v", i, resp, want)
 				}
 				tt.check(t, s)
+				assertClusterKeys(t, s)
 			})
 		}
 	})
@@ -288,6 +290,6 @@ func TestOpenRejectsBadDSNs(t *testing.T) {
 		_, err := Open(context.Background(), Config{DB: dsn})
 		assert.Error(t, err, dsn)
 	}
-	_, err := Open(context.Background(), Config{DB: "sqlite://" + t.TempDir() + "/x.db", Tokens: []string{""}})
+	_, err := Open(context.Background(), Config{DB: "sqlite://" + t.TempDir() + "/x.db", Tokens: fullAccess("")})
 	assert.ErrorContains(t, err, "empty token")
 }

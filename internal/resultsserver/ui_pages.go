@@ -4,8 +4,6 @@
 package resultsserver
 
 import (
-	"bytes"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -226,7 +224,13 @@ func (s *Server) resultsPage(w http.ResponseWriter, r *http.Request) {
 type resultView struct {
 	ResultDetail
 	PrettyBody string
+	// BodyCut says that PrettyBody is the beginning of the body only, which is BodyBytes long.
+	BodyCut   bool
+	BodyBytes int
 }
+
+// MaxShown is how much of a body the page prints.
+func (resultView) MaxShown() int { return MaxBodyShown }
 
 func (s *Server) resultPage(w http.ResponseWriter, r *http.Request) {
 	key := r.PathValue("key")
@@ -235,7 +239,7 @@ func (s *Server) resultPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	d, err := s.store.resultDetail(r.Context(), key)
-	if errors.Is(err, errNoResult) {
+	if errors.Is(err, ErrNoResult) {
 		s.renderError(w, r, http.StatusNotFound, "no result with this key")
 		return
 	}
@@ -243,11 +247,9 @@ func (s *Server) resultPage(w http.ResponseWriter, r *http.Request) {
 		s.pageError(w, r, err)
 		return
 	}
-	v := resultView{ResultDetail: d, PrettyBody: d.BodyJSON}
-	var buf bytes.Buffer
-	if json.Indent(&buf, []byte(d.BodyJSON), "", "  ") == nil {
-		v.PrettyBody = buf.String()
-	}
+	v := resultView{ResultDetail: d, BodyBytes: len(d.BodyJSON)}
+	v.PrettyBody, v.BodyCut = prettyBody(d.BodyJSON, MaxBodyShown)
+	v.BodyJSON = "" // not rendered: the page holds the body once
 	title := d.Policy
 	if d.Rule != "" {
 		title += " / " + d.Rule

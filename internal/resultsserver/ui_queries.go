@@ -7,7 +7,7 @@ import (
 	"cmp"
 	"context"
 	"database/sql"
-	"errors"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -270,10 +270,12 @@ func (s *store) failingPage(ctx context.Context, f Filter, after *Cursor, size i
 // ResultDetail is one result's page: its current row, what the source sent, and its history.
 type ResultDetail struct {
 	FailingResult
-	BodyJSON  string
-	Resolved  bool
-	FirstSeen time.Time
-	History   []HistoryEntry
+	// ExtraMetadata is what the forwarding collector applied to the request of the current outcome.
+	ExtraMetadata map[string]string
+	BodyJSON      string
+	Resolved      bool
+	FirstSeen     time.Time
+	History       []HistoryEntry
 	// HistoryCapped says that older history entries than those shown exist.
 	HistoryCapped bool
 }
@@ -290,22 +292,25 @@ type HistoryEntry struct {
 // MaxHistoryShown bounds a result page's history: a result that flapped for years must not make its page huge.
 const MaxHistoryShown = 200
 
-var errNoResult = errors.New("no result with this key")
-
 func (s *store) resultDetail(ctx context.Context, key string) (ResultDetail, error) {
 	current, err := s.queryCurrent(ctx, `SELECT `+currentColumns+` FROM results WHERE key = $1`, key)
 	if err != nil {
 		return ResultDetail{}, err
 	}
 	if len(current) == 0 {
-		return ResultDetail{}, errNoResult
+		return ResultDetail{}, ErrNoResult
 	}
 	d := ResultDetail{FailingResult: current[0]}
 	var resolved int64
 	var firstSeen int64
-	if err := s.db.QueryRowContext(ctx, `SELECT body_json, resolved, first_seen_unix_nano FROM results WHERE key = $1`, key).
-		Scan(&d.BodyJSON, &resolved, &firstSeen); err != nil {
+	var meta sql.NullString
+	if err := s.db.QueryRowContext(ctx, `SELECT r.body_json, r.resolved, r.first_seen_unix_nano, m.json FROM results r
+		LEFT JOIN metadata m ON m.id = r.metadata_id WHERE r.key = $1`, key).
+		Scan(&d.BodyJSON, &resolved, &firstSeen, &meta); err != nil {
 		return ResultDetail{}, err
+	}
+	if err := json.Unmarshal([]byte(cmp.Or(meta.String, "{}")), &d.ExtraMetadata); err != nil {
+		return ResultDetail{}, fmt.Errorf("extra_metadata of %s: %w", key, err)
 	}
 	d.Resolved, d.FirstSeen = resolved != 0, time.Unix(0, firstSeen).UTC()
 	rows, err := s.db.QueryContext(ctx, fmt.Sprintf(`SELECT id, state, outcome, severity, message, order_unix_nano,

@@ -1,0 +1,55 @@
+// Copyright The otelcol-policy Authors
+// SPDX-License-Identifier: Apache-2.0
+
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver"
+)
+
+// ingestOptions are serve's bounds on what results and tokens may store (resultsserver.IngestLimits).
+type ingestOptions struct {
+	limits resultsserver.IngestLimits
+}
+
+func (o *ingestOptions) register(fs *flag.FlagSet) {
+	l := &o.limits
+	fs.IntVar(&l.MaxMetadataKeys, "max-metadata-keys", resultsserver.DefaultMaxMetadataKeys,
+		"most keys of a request's extra_metadata; the results of a request with more are rejected")
+	fs.IntVar(&l.MaxMetadataBytes, "max-metadata-bytes", resultsserver.DefaultMaxMetadataBytes,
+		"most bytes of a request's extra_metadata keys and values; the results of a request with more are rejected")
+	fs.IntVar(&l.MaxBodyBytes, "max-body-bytes", resultsserver.DefaultMaxBodyBytes,
+		"largest body_json of a result; a larger one is rejected")
+	fs.IntVar(&l.MaxBodyDepth, "max-body-depth", resultsserver.DefaultMaxBodyDepth,
+		"deepest nesting of arrays and objects in a result's body_json; a deeper one is rejected")
+	fs.DurationVar(&l.MaxClockSkew, "max-clock-skew", resultsserver.DefaultMaxClockSkew,
+		"a result whose time is further ahead of the server's clock is ordered by when it arrived")
+	fs.IntVar(&l.MaxClustersPerToken, "max-clusters-per-token", resultsserver.DefaultMaxClustersPerToken,
+		"most clusters one token may write results of")
+	fs.Int64Var(&l.MaxKeysPerToken, "max-keys-per-token", resultsserver.DefaultMaxKeysPerToken,
+		"most results (keys) the clusters one token wrote may hold")
+}
+
+// validate refuses limits that are not positive: zero would not mean "no limit".
+func (o *ingestOptions) validate() error {
+	l := o.limits
+	var errs []error
+	for flag, v := range map[string]int64{
+		"max-metadata-keys": int64(l.MaxMetadataKeys), "max-metadata-bytes": int64(l.MaxMetadataBytes),
+		"max-body-bytes": int64(l.MaxBodyBytes), "max-body-depth": int64(l.MaxBodyDepth),
+		"max-clock-skew": int64(l.MaxClockSkew), "max-clusters-per-token": int64(l.MaxClustersPerToken),
+		"max-keys-per-token": l.MaxKeysPerToken,
+	} {
+		if v <= 0 {
+			errs = append(errs, fmt.Errorf("--%s must be positive", flag))
+		}
+	}
+	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
+	return errors.Join(errs...)
+}
