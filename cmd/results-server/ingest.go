@@ -28,6 +28,10 @@ func (o *ingestOptions) register(fs *flag.FlagSet) {
 		"largest body_json of a result; a larger one is rejected")
 	fs.IntVar(&l.MaxBodyDepth, "max-body-depth", resultsserver.DefaultMaxBodyDepth,
 		"deepest nesting of arrays and objects in a result's body_json; a deeper one is rejected")
+	fs.IntVar(&l.MaxMessageBytes, "max-message-bytes", resultsserver.DefaultMaxMessageBytes,
+		"largest message of a result; a larger one is rejected")
+	fs.IntVar(&l.MaxFieldBytes, "max-field-bytes", resultsserver.DefaultMaxFieldBytes,
+		"largest other text field of a result (names, cluster, package fields); a larger one is rejected")
 	fs.DurationVar(&l.MaxClockSkew, "max-clock-skew", resultsserver.DefaultMaxClockSkew,
 		"a result whose time is further ahead of the server's clock is ordered by when it arrived")
 	fs.IntVar(&l.MaxClustersPerToken, "max-clusters-per-token", resultsserver.DefaultMaxClustersPerToken,
@@ -43,6 +47,7 @@ func (o *ingestOptions) validate() error {
 	for flag, v := range map[string]int64{
 		"max-metadata-keys": int64(l.MaxMetadataKeys), "max-metadata-bytes": int64(l.MaxMetadataBytes),
 		"max-body-bytes": int64(l.MaxBodyBytes), "max-body-depth": int64(l.MaxBodyDepth),
+		"max-message-bytes": int64(l.MaxMessageBytes), "max-field-bytes": int64(l.MaxFieldBytes),
 		"max-clock-skew": int64(l.MaxClockSkew), "max-clusters-per-token": int64(l.MaxClustersPerToken),
 		"max-keys-per-token": l.MaxKeysPerToken,
 	} {

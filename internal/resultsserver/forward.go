@@ -39,6 +39,7 @@ const (
 	reasonMetadataBytes  = "extra_metadata holds %d bytes of keys and values, more than this server's limit of %d"
 	reasonBodyBytes      = "body_json is %d bytes, more than this server's limit of %d"
 	reasonBodyDepth      = "body_json nests arrays and objects deeper than this server's limit of %d"
+	reasonFieldBytes     = "%s is %d bytes, more than this server's limit of %d"
 	reasonClusterDenied  = "this token may not write results of cluster %q"
 	reasonClusterQuota   = "this token may write results of at most %d clusters, and cluster %q would be one more"
 	reasonKeyQuota       = "this token's clusters may hold at most %d results, and this one would be one more"
@@ -141,6 +142,11 @@ func (s *Server) check(r *pb.Result, meta map[string]string, p *principal, now t
 		return row{}, rejectBodyTooLarge, fmt.Sprintf(reasonBodyBytes, len(rw.bodyJSON), l.MaxBodyBytes)
 	case nestsDeeper(rw.bodyJSON, l.MaxBodyDepth):
 		return row{}, rejectBodyTooDeep, fmt.Sprintf(reasonBodyDepth, l.MaxBodyDepth)
+	case len(rw.message) > l.MaxMessageBytes:
+		return row{}, rejectFieldTooLarge, fmt.Sprintf(reasonFieldBytes, "message", len(rw.message), l.MaxMessageBytes)
+	}
+	if name, n := rw.longestField(); n > l.MaxFieldBytes {
+		return row{}, rejectFieldTooLarge, fmt.Sprintf(reasonFieldBytes, name, n, l.MaxFieldBytes)
 	}
 	// The upsert keeps the row of a key with the latest order: a time from the future would keep it until then,
 	// whatever its collector sends meanwhile (a pass observed in 2262, forged or from a clock far ahead, kept a

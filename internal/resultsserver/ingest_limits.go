@@ -17,7 +17,11 @@ const (
 	DefaultMaxMetadataBytes = 16 << 10
 	DefaultMaxBodyBytes     = 1 << 20
 	DefaultMaxBodyDepth     = 64
-	DefaultMaxClockSkew     = 5 * time.Minute
+	// Kubernetes names are at most 253 bytes, and policies', rules' and packages' names shorter still; a
+	// message is a sentence or a list of the fields that failed.
+	DefaultMaxFieldBytes   = 1 << 10
+	DefaultMaxMessageBytes = 16 << 10
+	DefaultMaxClockSkew    = 5 * time.Minute
 	// A collector forwards one cluster, a gateway in front of several collectors some tens: 100 clusters per
 	// token keeps one token from filling every page with clusters of one result each.
 	DefaultMaxClustersPerToken = 100
@@ -35,6 +39,9 @@ type IngestLimits struct {
 	MaxMetadataKeys, MaxMetadataBytes int
 	// MaxBodyBytes and MaxBodyDepth bound a result's body_json, in bytes and in nesting of arrays and objects.
 	MaxBodyBytes, MaxBodyDepth int
+	// MaxMessageBytes bounds a result's message, MaxFieldBytes each of its other text fields (names, cluster,
+	// vulnerability and package fields): every list page shows them, so they, not the body, make its size.
+	MaxMessageBytes, MaxFieldBytes int
 	// MaxClockSkew is how far ahead of this server's clock a result's time may be and still order the result's
 	// outcomes; a later time orders it as if it were received now (see toRow).
 	MaxClockSkew time.Duration
@@ -49,6 +56,8 @@ func (l IngestLimits) withDefaults() IngestLimits {
 	l.MaxMetadataBytes = orDefault(l.MaxMetadataBytes, DefaultMaxMetadataBytes)
 	l.MaxBodyBytes = orDefault(l.MaxBodyBytes, DefaultMaxBodyBytes)
 	l.MaxBodyDepth = orDefault(l.MaxBodyDepth, DefaultMaxBodyDepth)
+	l.MaxMessageBytes = orDefault(l.MaxMessageBytes, DefaultMaxMessageBytes)
+	l.MaxFieldBytes = orDefault(l.MaxFieldBytes, DefaultMaxFieldBytes)
 	l.MaxClockSkew = orDefault(l.MaxClockSkew, DefaultMaxClockSkew)
 	l.MaxClustersPerToken = orDefault(l.MaxClustersPerToken, DefaultMaxClustersPerToken)
 	l.MaxKeysPerToken = orDefault(l.MaxKeysPerToken, DefaultMaxKeysPerToken)
@@ -60,6 +69,7 @@ func (l IngestLimits) Validate() error {
 	return notNegative(
 		namedValue{"max metadata keys", int64(l.MaxMetadataKeys)}, namedValue{"max metadata bytes", int64(l.MaxMetadataBytes)},
 		namedValue{"max body bytes", int64(l.MaxBodyBytes)}, namedValue{"max body depth", int64(l.MaxBodyDepth)},
+		namedValue{"max message bytes", int64(l.MaxMessageBytes)}, namedValue{"max field bytes", int64(l.MaxFieldBytes)},
 		namedValue{"max clock skew", int64(l.MaxClockSkew)},
 		namedValue{"max clusters per token", int64(l.MaxClustersPerToken)},
 		namedValue{"max keys per token", l.MaxKeysPerToken})

@@ -15,6 +15,7 @@ const (
 	rejectMetadataTooLarge
 	rejectBodyTooLarge
 	rejectBodyTooDeep
+	rejectFieldTooLarge
 	rejectClusterDenied
 	rejectClusterQuota
 	rejectKeyQuota
@@ -22,7 +23,7 @@ const (
 )
 
 func (k rejectKind) String() string {
-	return [...]string{"invalid", "metadata_too_large", "body_too_large", "body_too_deep", "cluster_not_allowed",
+	return [...]string{"invalid", "metadata_too_large", "body_too_large", "body_too_deep", "field_too_large", "cluster_not_allowed",
 		"cluster_quota", "key_quota"}[k]
 }
 

@@ -65,6 +65,29 @@ func (r *row) args() []any {
 	}
 }
 
+// longestField is the longest of the row's text fields but the message and the body, by its name in the API.
+// Truncating one is no option: the identity fields are hashed into the key the client computed.
+func (r *row) longestField() (name string, n int) {
+	v := &r.vulnerability
+	for _, f := range [...]struct {
+		name, value string
+	}{
+		{"cluster", r.cluster}, {"source", r.source}, {"policy", r.policy}, {"rule", r.rule}, {"category", r.category},
+		{"resource.api_version", r.resource.APIVersion}, {"resource.kind", r.resource.Kind},
+		{"resource.namespace", r.resource.Namespace}, {"resource.name", r.resource.Name}, {"resource.uid", r.resource.UID},
+		{"report.kind", r.report.Kind}, {"report.namespace", r.report.Namespace}, {"report.name", r.report.Name},
+		{"vulnerability.id", v.ID}, {"vulnerability.score_version", v.ScoreVersion},
+		{"vulnerability.reference", v.Reference}, {"vulnerability.package_name", v.PackageName},
+		{"vulnerability.package_version", v.PackageVersion}, {"vulnerability.package_fixed_version", v.PackageFixedVersion},
+		{"vulnerability.package_path", v.PackagePath}, {"vulnerability.package_type", v.PackageType},
+	} {
+		if len(f.value) > n {
+			name, n = f.name, len(f.value)
+		}
+	}
+	return name, n
+}
+
 func boolInt(b bool) int64 {
 	if b {
 		return 1
