@@ -235,6 +235,7 @@ func TestGatekeeperExportGoesOnPastDamagedState(t *testing.T) {
 	for name, damage := range map[string]map[string]string{
 		"undecodable": {"progress": `{"a":`, "violations": "\x00garbage"},
 		"impossible":  {"progress": `{"a":"zz.log","pa":{"n":"2026-11-24T08_00_00Z.log","s":10,"o":99,"r":-1}}`},
+		"future":      {"progress": `{"a":"9999-12-31T23_59_59Z.log"}`},
 		"old format":  {"violations": `{"00112233445566778899aabbccddeeff":{"i":"00112233445566778899aabbccddeeff","b":{}}}`},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -33,15 +33,14 @@ import (
 func (g *gkExport) readFile(channel, dir string, c *gkChannel, kind, name string) (busy bool, err error) {
 	path := filepath.Join(dir, name)
 	f, err := openExportFile(path)
+	// Listed a moment ago as a regular file: pruned since, or replaced by what is none (a FIFO renamed over it).
 	if gone, replaced := errors.Is(err, fs.ErrNotExist), errors.Is(err, errNotRegular); gone || replaced {
 		why := "it was deleted before it was read"
 		if replaced {
-			// Listed as a regular file a moment ago: something renamed a FIFO or the like over it.
 			why = "it was replaced before it was read by what is not a regular file"
 			g.r.rejected(&g.limiter, exportListener(channel), reasonNotRegularFile, 1, zap.String("file", name), zap.Error(err))
 			c.odd[name] = struct{}{}
 		}
-		// Listed a moment ago, pruned since.
 		g.deletedUnread(channel, c, kind, name, why)
 		delete(c.listed, name)
 		if kind == fileKindAudit {

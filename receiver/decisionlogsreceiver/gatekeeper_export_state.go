@@ -69,9 +69,9 @@ func (c *gkChannel) auditRead(f gkFile) bool {
 
 // check says what in progress read from storage cannot be: this version writes none of it, so the state is
 // damaged (or written by a version that read names Gatekeeper does not write).
-func (c *gkChannel) check() error {
-	if _, ok := auditRunTime(c.AuditDone); c.AuditDone != "" && !ok {
-		return fmt.Errorf("last run read %q is no audit run's file", c.AuditDone)
+func (c *gkChannel) check(now time.Time) error {
+	if t, ok := auditRunTime(c.AuditDone); c.AuditDone != "" && (!ok || t.After(now.Add(auditIDFutureTolerance))) {
+		return fmt.Errorf("last run read %q is no audit run's file, or one from the future", c.AuditDone)
 	}
 	if c.Interval < 0 || c.ListedAt < 0 {
 		return fmt.Errorf("negative interval %d or listing time %d", c.Interval, c.ListedAt)
@@ -134,7 +134,7 @@ func (s *gkStore) load(ctx context.Context, channel string) (*gkChannel, []gkDam
 	if raw != nil {
 		err := json.Unmarshal(raw, c)
 		if err == nil {
-			err = c.check()
+			err = c.check(time.Now())
 		}
 		if err != nil {
 			c = &gkChannel{}
