@@ -49,7 +49,8 @@ func openExportFile(path string) (*os.File, error) {
 	return os.NewFile(uintptr(fd), path), nil
 }
 
-func fileType(mode uint32) string {
+// fileType names a file type of stat(2); its mode is uint16 on some systems, uint32 on others.
+func fileType[M uint16 | uint32](mode M) string {
 	switch mode & syscall.S_IFMT {
 	case syscall.S_IFIFO:
 		return "a FIFO"
