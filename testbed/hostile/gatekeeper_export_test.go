@@ -253,15 +253,22 @@ func (r gkRun) records(state string) []gkRecord {
 
 // sidecarAttack runs one attack against the sidecar, whose legitimate traffic (Gatekeeper's runs) the attack
 // writes and checks itself: the peak is reset, then the collector must be up and its peak resident memory under
-// the container's limit. attack returns what the collector counted of it.
+// the container's limit. attack returns what the collector counted of it; the result reports the records of
+// Gatekeeper's runs delivered as the legitimate decisions.
 func (tg *Target) sidecarAttack(name string, attack func() map[string]float64) {
 	tg.t.Helper()
 	tg.ResetPeak()
 	counted := attack()
 	tg.Alive()
 	peak := tg.PeakMiB()
-	r := attackResult{Attack: name, Config: tg.Config, Scale: currentScale().Name, PeakRSSMiB: peak, BoundMiB: tg.BoundMiB, Counted: counted}
-	tg.t.Logf("%s on the %s config: peak RSS %.0f MiB (bound %.0f), counted %v", name, tg.Config, peak, tg.BoundMiB, counted)
+	delivered := 0
+	for _, n := range gkRecords(tg) {
+		delivered += n
+	}
+	r := attackResult{Attack: name, Config: tg.Config, Scale: currentScale().Name, PeakRSSMiB: peak, BoundMiB: tg.BoundMiB,
+		LegitAccepted: delivered, LegitDelivered: delivered, Counted: counted}
+	tg.t.Logf("%s on the %s config: peak RSS %.0f MiB (bound %.0f), %d records of Gatekeeper's runs delivered, counted %v",
+		name, tg.Config, peak, tg.BoundMiB, delivered, counted)
 	_, err := procsample.WriteResult(fmt.Sprintf("hostile-%s-%s-%s", name, tg.Config, r.Scale), r)
 	require.NoError(tg.t, err)
 	require.Less(tg.t, peak, tg.BoundMiB, "%s: peak resident memory of the collector on the %s config", name, tg.Config)
