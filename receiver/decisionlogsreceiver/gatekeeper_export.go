@@ -28,13 +28,28 @@ import (
 // <audit ID with ':' as '_'>.txt under an exclusive flock, renamed to .log when the run completed, the newest
 // maxAuditResults of them kept; and (3.24) admission segments, admission-<UTC time>-<hex>.open renamed to .log
 // (or .recovered.log) when rotated, which the reader deletes once read and which Gatekeeper prunes unread past
-// its limits, though not while a reader holds their flock. Only .log files are complete.
+// its limits, though not while a reader holds their flock. Only .log files are complete, and only those named
+// as Gatekeeper names them are read (gatekeeper_export_names.go).
 const (
 	fileKindAudit     = "audit"
 	fileKindAdmission = "admission"
 	exportReadyExt    = ".log"
 	admissionPrefix   = "admission-"
 )
+
+// Reasons of otelcol_receiver_decision_logs_rejected for what the export directory holds besides Gatekeeper's
+// files, and for state that cannot be used.
+const (
+	reasonUnknownFile    = "unknown_file"
+	reasonNotRegularFile = "not_regular_file"
+	reasonIncompleteRun  = "incomplete_run"
+	reasonDamagedState   = "damaged_state"
+)
+
+// errNotRegular is a file of the export directory that is no regular file when opened.
+var errNotRegular = errors.New("not a regular file")
+
+func exportListener(channel string) string { return "gatekeeper_export:" + channel }
 
 // Lines of an audit run that are no violation: the first and the last.
 const (
@@ -160,9 +175,17 @@ func (g *gkExport) channel(name string) (*gkChannel, error) {
 	if c, ok := g.channels[name]; ok {
 		return c, nil
 	}
-	c, err := g.store.load(g.r.stopping, name)
+	c, damaged, err := g.store.load(g.r.stopping, name)
 	if err != nil {
 		return nil, err
+	}
+	for _, d := range damaged {
+		g.r.telemetry.ReceiverDecisionLogsRejected.Add(context.Background(), 1, metric.WithAttributes(
+			attribute.String("listener", exportListener(name)), attribute.String("reason", reasonDamagedState)))
+		g.r.set.Logger.Error("Stored state of Gatekeeper's export is damaged: kept aside, and the channel goes on "+
+			"without it (runs on disk are sent again, and with audit_changes the next run whole)",
+			zap.String("channel", name), zap.String("storage_key", d.key), zap.String("kept_as", d.key+damagedSuffix),
+			zap.Int("bytes", len(d.raw)), zap.Error(d.err))
 	}
 	g.channels[name] = c
 	return c, nil
@@ -173,6 +196,13 @@ type gkFile struct {
 	name    string
 	inode   uint64
 	modTime time.Time
+	// run is when an audit run started.
+	run time.Time
+}
+
+// oddFile is a .log name of a channel directory that is not read: not Gatekeeper's, or not a regular file.
+type oddFile struct {
+	reason, why string
 }
 
 func (g *gkExport) readChannel(channel string) error {
@@ -181,10 +211,15 @@ func (g *gkExport) readChannel(channel string) error {
 		return err
 	}
 	dir := filepath.Join(g.cfg.Path, channel)
-	audit, admission, err := listExportFiles(dir)
+	now := time.Now()
+	audit, admission, odd, err := listExportFiles(dir, now)
 	if err != nil {
 		return err
 	}
+	g.countOdd(channel, c, odd)
+	listedBefore := c.ListedAt
+	c.ListedAt = now.Unix()
+	c.unseen = map[string]int{fileKindAudit: maxAuditRunsOnDisk, fileKindAdmission: maxAdmissionSegmentsOnDisk}
 	g.noticeDeleted(channel, c, audit, admission)
 	var errs []error
 	for _, k := range []struct {
@@ -199,7 +234,7 @@ func (g *gkExport) readChannel(channel string) error {
 				continue
 			}
 			if k.kind == fileKindAudit {
-				g.checkSequence(channel, c, audit, f.name)
+				g.checkSequence(channel, c, audit, f, listedBefore, now)
 			}
 			busy, err := g.readFile(channel, dir, c, k.kind, f.name)
 			if err != nil {
@@ -214,16 +249,42 @@ func (g *gkExport) readChannel(channel string) error {
 	return errors.Join(errs...)
 }
 
-// listExportFiles lists the complete files of a channel directory: audit runs by run ID (their start time),
-// admission segments oldest first, as Gatekeeper prunes them.
-func listExportFiles(dir string) (audit, admission []gkFile, err error) {
+// countOdd counts and logs each name that is not read when it appears, not at every poll while it stays.
+func (g *gkExport) countOdd(channel string, c *gkChannel, odd map[string]oddFile) {
+	for name, o := range odd {
+		if _, ok := c.odd[name]; !ok {
+			g.r.rejected(&g.limiter, exportListener(channel), o.reason, 1, zap.String("file", name), zap.String("why", o.why))
+		}
+	}
+	c.odd = make(map[string]struct{}, len(odd))
+	for name := range odd {
+		c.odd[name] = struct{}{}
+	}
+}
+
+// listExportFiles lists the complete files of a channel directory: audit runs by their start, admission
+// segments oldest first, as Gatekeeper prunes them; and the other .log names, which are not read.
+func listExportFiles(dir string, now time.Time) (audit, admission []gkFile, odd map[string]oddFile, err error) {
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
+	odd = map[string]oddFile{}
 	for _, e := range entries {
 		name := e.Name()
-		if !e.Type().IsRegular() || !strings.HasSuffix(name, exportReadyExt) {
+		if !strings.HasSuffix(name, exportReadyExt) {
+			continue
+		}
+		kind, run := parseExportName(name)
+		switch {
+		case kind == "":
+			odd[name] = oddFile{reasonUnknownFile, "Gatekeeper does not write this name"}
+			continue
+		case run.After(now.Add(auditIDFutureTolerance)):
+			odd[name] = oddFile{reasonUnknownFile, "its audit ID is in the future"}
+			continue
+		case !e.Type().IsRegular():
+			odd[name] = oddFile{reasonNotRegularFile, "it is not a regular file"}
 			continue
 		}
 		info, err := e.Info()
@@ -231,23 +292,23 @@ func listExportFiles(dir string) (audit, admission []gkFile, err error) {
 			continue
 		}
 		if err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
-		f := gkFile{name: name, inode: fileInode(info), modTime: info.ModTime()}
-		if strings.HasPrefix(name, admissionPrefix) {
+		f := gkFile{name: name, inode: fileInode(info), modTime: info.ModTime(), run: run}
+		if kind == fileKindAdmission {
 			admission = append(admission, f)
 		} else {
 			audit = append(audit, f)
 		}
 	}
-	sort.Slice(audit, func(i, j int) bool { return audit[i].name < audit[j].name })
+	sort.Slice(audit, func(i, j int) bool { return audit[i].run.Before(audit[j].run) })
 	sort.Slice(admission, func(i, j int) bool {
 		if a, b := admission[i].modTime, admission[j].modTime; !a.Equal(b) {
 			return a.Before(b)
 		}
 		return admission[i].name < admission[j].name
 	})
-	return audit, admission, nil
+	return audit, admission, odd, nil
 }
 
 // noticeDeleted counts the files that were listed, or being read, at the last poll (or before a restart) and
@@ -271,24 +332,24 @@ func (g *gkExport) noticeDeleted(channel string, c *gkChannel, audit, admission 
 		// An admission segment read to its end was deleted by this reader, which then stopped before it
 		// recorded that.
 		if kind == fileKindAudit || (*p).Offset < (*p).Size {
-			g.gap(channel, kind, name, 1, "it was deleted while being read")
+			g.deletedUnread(channel, c, kind, name, "it was deleted while being read")
 		}
 		*p = nil
 		delete(c.listed, name)
-		if kind == fileKindAudit && name > c.AuditDone {
+		if kind == fileKindAudit && auditRunAfter(name, c.AuditDone) {
 			// The run cannot be completed; its violations stay those of the run before (audit_changes).
 			c.AuditDone, c.AuditDoneInode = name, 0
 		}
 		g.save(channel, c, false)
 	}
 	for name, kind := range c.listed {
-		if _, ok := present[name]; !ok && (kind != fileKindAudit || name > c.AuditDone) {
-			g.gap(channel, kind, name, 1, "it was deleted before it was read")
+		if _, ok := present[name]; !ok && (kind != fileKindAudit || auditRunAfter(name, c.AuditDone)) {
+			g.deletedUnread(channel, c, kind, name, "it was deleted before it was read")
 		}
 	}
 	c.listed = make(map[string]string, len(present))
 	for _, f := range audit {
-		if f.name > c.AuditDone {
+		if auditRunAfter(f.name, c.AuditDone) {
 			c.listed[f.name] = fileKindAudit
 		}
 	}
@@ -298,9 +359,7 @@ func (g *gkExport) noticeDeleted(channel string, c *gkChannel, audit, admission 
 	// Consecutive runs on disk are consecutive runs: Gatekeeper prunes the oldest only.
 	var interval time.Duration
 	for i := 1; i < len(audit); i++ {
-		a, okA := auditRunTime(audit[i-1].name)
-		b, okB := auditRunTime(audit[i].name)
-		if d := b.Sub(a); okA && okB && d > 0 && (interval == 0 || d < interval) {
+		if d := audit[i].run.Sub(audit[i-1].run); d > 0 && (interval == 0 || d < interval) {
 			interval = d
 		}
 	}
@@ -313,33 +372,41 @@ func (g *gkExport) noticeDeleted(channel string, c *gkChannel, audit, admission 
 // the last run's file is gone (had it not been pruned, no newer one would have been) and next started more than
 // half an interval later than expected. Without a known interval (fewer than two runs seen at once) a gap
 // cannot be told.
-func (g *gkExport) checkSequence(channel string, c *gkChannel, audit []gkFile, next string) {
-	if c.AuditDone == "" || c.gapChecked == next || (c.Audit != nil && c.Audit.Name == next) || c.Interval <= 0 {
+//
+// The count is bounded by what can have been written unseen: runs started after the listing before this one
+// (listedBefore, Unix seconds; 0 when unknown), at most one a second, and the one being written then. Runs
+// written before it were on disk at that listing: Gatekeeper prunes the oldest first, and the last run read was
+// still there, or its absence was counted then.
+func (g *gkExport) checkSequence(channel string, c *gkChannel, audit []gkFile, next gkFile, listedBefore int64, now time.Time) {
+	if c.AuditDone == "" || c.gapChecked == next.name || (c.Audit != nil && c.Audit.Name == next.name) || c.Interval <= 0 {
 		return
 	}
-	c.gapChecked = next
+	c.gapChecked = next.name
 	for _, f := range audit {
 		if f.name == c.AuditDone {
 			return
 		}
 	}
-	last, okL := auditRunTime(c.AuditDone)
-	first, okN := auditRunTime(next)
-	if d := first.Sub(last); okL && okN && d > c.Interval*3/2 {
-		missing := int((d+c.Interval/2)/c.Interval) - 1
-		g.gap(channel, fileKindAudit, next, max(missing, 1), "runs between "+auditRunID(c.AuditDone)+" and this one were deleted before they were read")
+	last, _ := auditRunTime(c.AuditDone)
+	d := next.run.Sub(last)
+	if d <= c.Interval*3/2 {
+		return
 	}
+	missing := int(min((d+c.Interval/2)/c.Interval, d/minAuditInterval)) - 1
+	if listedBefore > 0 {
+		missing = min(missing, int(now.Sub(time.Unix(listedBefore, 0))/minAuditInterval)+2)
+	}
+	g.gap(channel, fileKindAudit, next.name, max(missing, 1), "runs between "+auditRunID(c.AuditDone)+" and this one were deleted before they were read")
 }
 
-// auditRunID is the audit ID of an audit run's file.
-func auditRunID(name string) string {
-	return strings.ReplaceAll(strings.TrimSuffix(name, exportReadyExt), "_", ":")
-}
-
-// auditRunTime is the start of an audit run, which its ID is (RFC 3339).
-func auditRunTime(name string) (time.Time, bool) {
-	t, err := time.Parse(time.RFC3339Nano, auditRunID(name))
-	return t, err == nil
+// deletedUnread counts a file deleted before it was read, unless more were counted since the last listing than
+// Gatekeeper keeps of its kind: names that come and go faster are not Gatekeeper's.
+func (g *gkExport) deletedUnread(channel string, c *gkChannel, kind, name, why string) {
+	if c.unseen[kind] <= 0 {
+		return
+	}
+	c.unseen[kind]--
+	g.gap(channel, kind, name, 1, why)
 }
 
 // gap counts and logs files Gatekeeper deleted before they were read to their end.

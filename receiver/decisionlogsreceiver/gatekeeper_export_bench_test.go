@@ -14,9 +14,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -157,4 +159,60 @@ func BenchmarkGatekeeperViolationsFromNDJSONSocket(b *testing.B) {
 		elapsed += time.Since(start)
 	}
 	reportViolationsPerSecond(b, elapsed)
+}
+
+// stateViolations is the largest audit run the Gatekeeper sidecar's audit_changes state is sized for (README.md,
+// "Audit changes").
+const stateViolations = 100_000
+
+// stateViolationLines are the violations of a large cluster's audit run: Gatekeeper's audit violation
+// (testdata/decoders/gatekeeper_audit.json, 600 B) of one Pod after another, over 50 namespaces.
+func stateViolationLines(b *testing.B) []string {
+	line := benchAuditLines(b)[0]
+	lines := make([]string, stateViolations)
+	for i := range lines {
+		lines[i] = strings.NewReplacer(`"resourceNamespace":"nginx"`, fmt.Sprintf(`"resourceNamespace":"shop-%d"`, i%50),
+			`"resourceName":"nginx-deployment-cd55c47f5-2b84x"`, fmt.Sprintf(`"resourceName":"checkout-7d9f8c6b5-%06d"`, i)).Replace(line)
+	}
+	return lines
+}
+
+// go test -run '^$' -bench GatekeeperExportAuditChangesState -benchtime 5x: what audit_changes keeps of an audit
+// run of 100,000 violations, in memory (the live heap of one run's violations; a run being compared holds two)
+// and in storage, per violation; and the time and allocations of comparing a run with the one before.
+func BenchmarkGatekeeperExportAuditChangesState(b *testing.B) {
+	dir := b.TempDir()
+	run := writeAuditRun(b, dir, runAt(0), stateViolationLines(b)...)
+	cfg := defaultGatekeeperExport()
+	g := &gkExport{cfg: &cfg}
+	scan := func(prev *gkViolations) *gkViolations {
+		f, err := os.Open(run)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		a, err := g.scanRun(f, prev, filepath.Base(run))
+		if err != nil {
+			b.Fatal(err)
+		}
+		return a.next
+	}
+	var before, after runtime.MemStats
+	runtime.GC()
+	runtime.ReadMemStats(&before)
+	prev := scan(nil)
+	runtime.GC()
+	runtime.ReadMemStats(&after)
+	if prev.len() != stateViolations {
+		b.Fatalf("%d violations kept", prev.len())
+	}
+	heap := float64(after.HeapAlloc-before.HeapAlloc) / stateViolations
+	stored := float64(len(prev.marshal())) / stateViolations
+	b.ReportAllocs()
+	b.ResetTimer()
+	for range b.N {
+		runtime.KeepAlive(scan(prev))
+	}
+	b.ReportMetric(heap, "heap-B/violation")
+	b.ReportMetric(stored, "stored-B/violation")
 }

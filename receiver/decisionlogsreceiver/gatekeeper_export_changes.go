@@ -6,14 +6,14 @@ package decisionlogsreceiver // import "github.com/otelcol-policy/otelcol-policy
 import (
 	"bufio"
 	"bytes"
-	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
-	"slices"
 	"time"
 
 	"go.uber.org/zap"
 
+	"github.com/otelcol-policy/otelcol-policy/internal/jsonscan"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
@@ -21,77 +21,125 @@ import (
 // snapshots: a violation that stays is reported by every run, so only the new and changed ones are emitted, and a
 // resolved record for each that the run no longer reports, as the report watcher does with reports.
 type auditChanges struct {
-	// prev are the violations of the previous complete run, next those of this one: an unchanged violation
-	// keeps its entry, a new or changed one gets its event of this run.
-	prev, next map[policyresult.Hash]gkViolation
+	// prev are the violations of the previous complete run, next those of this one.
+	prev, next *gkViolations
 	runID      string
 	runTime    time.Time
+	// complete says the run is a whole snapshot: it begins with Gatekeeper's started marker and ends with its
+	// completed marker, both of its ID. Only then are the violations it lacks resolved; a file that is not (a
+	// run Gatekeeper did not write) adds its violations to the previous run's instead of replacing them.
+	complete bool
 }
 
 // scanRun reads a whole audit run for its violations, before any of its records is sent: which violations
 // disappeared is known only at the run's end, and the run is read again from its recorded offset after a
-// restart, so the comparison must not depend on how far it was sent. It holds a key and an ID per violation, and
-// the events of the new and changed ones.
-func (g *gkExport) scanRun(f io.Reader, prev map[policyresult.Hash]gkViolation, name string) (*auditChanges, error) {
-	a := &auditChanges{prev: prev, next: map[policyresult.Hash]gkViolation{}, runID: auditRunID(name)}
+// restart, so the comparison must not depend on how far it was sent.
+func (g *gkExport) scanRun(f io.Reader, prev *gkViolations, name string) (*auditChanges, error) {
+	a := &auditChanges{prev: prev, runID: auditRunID(name)}
 	a.runTime, _ = auditRunTime(name)
+	b := newViolationsBuilder(a.runID)
 	br := bufio.NewReaderSize(f, readBufferSize)
 	var lines arena
+	// first and last are the markers of the first and the last line ("" for another line).
+	var first, last string
+	seen := false
 	for {
 		line, tooLong, err := readLine(br, g.cfg.MaxLineBytes, &lines)
-		if line = bytes.TrimSpace(line); !tooLong && len(line) > 0 {
-			// Malformed lines are counted when the run is sent.
-			if ev, derr := decodeGatekeeper(line); derr == nil {
-				h := ev.decision.ViolationHashes()
-				if p, ok := prev[h.Key]; ok && p.ID == h.ID {
-					a.next[h.Key] = p
-				} else {
-					a.next[h.Key] = gkViolation{ID: h.ID, Body: append(json.RawMessage(nil), ev.body...)}
+		if line = bytes.TrimSpace(line); tooLong || len(line) > 0 {
+			marker := ""
+			if !tooLong {
+				marker = auditMarkerOf(line, a.runID)
+				// Malformed lines are counted when the run is sent.
+				if ev, derr := decodeGatekeeper(line); derr == nil {
+					b.add(ev.decision.ViolationHashes().Key, &ev.decision)
 				}
 			}
-		}
-		lines.reset()
-		if err != nil {
-			if errors.Is(err, io.EOF) {
-				return a, nil
+			if !seen {
+				first, seen = marker, true
 			}
-			return nil, err
+			last = marker
+		}
+		// lines is not reset: nothing keeps a line once it was scanned (the builder copies what it keeps), so
+		// a full chunk is dropped for a new one as it fills, not one chunk a line.
+		if err != nil {
+			if !errors.Is(err, io.EOF) {
+				return nil, err
+			}
+			break
 		}
 	}
+	a.complete = first == auditStartedMsg && last == auditCompletedMsg
+	if !a.complete {
+		// Those of the previous run first, so that the run's own replace them.
+		next := newViolationsBuilder(a.runID)
+		for i := range prev.len() {
+			next.addFrom(prev, i)
+		}
+		for i := range b.v.keys {
+			next.addFrom(&b.v, i)
+		}
+		b = next
+	}
+	a.next = b.build()
+	return a, nil
+}
+
+// auditMarkerOf is the message of line when it is a marker of run id; "" otherwise.
+func auditMarkerOf(line []byte, id string) string {
+	if !isAuditMarker(line) {
+		return ""
+	}
+	v, _ := jsonscan.Lookup(line, "id")
+	if s, _ := jsonscan.String(v); s != id {
+		return ""
+	}
+	v, _ = jsonscan.Lookup(line, "message")
+	msg, _ := jsonscan.String(v)
+	return msg
 }
 
 // state tells whether a violation of the run is new or changed since the previous run; false when it is not.
 func (a *auditChanges) state(ev *decoded) (policyresult.State, bool) {
-	h := ev.decision.ViolationHashes()
-	p, ok := a.prev[h.Key]
+	i, ok := a.prev.find(ev.decision.ViolationHashes().Key)
 	switch {
 	case !ok:
 		return policyresult.StateNew, true
-	case p.ID != h.ID:
+	case a.prev.action(i) != ev.decision.Action:
 		return policyresult.StateChanged, true
 	}
 	return policyresult.StateNone, false
 }
 
-// gone are the keys of the violations of the previous run that this one no longer reports, in a fixed order, so
-// that a restarted collector knows which of them it sent.
-func (a *auditChanges) gone() []policyresult.Hash {
-	var keys []policyresult.Hash
-	for k := range a.prev {
-		if _, ok := a.next[k]; !ok {
-			keys = append(keys, k)
+// gone are the violations of the previous run that this one no longer reports, as indexes into prev, in a
+// fixed order (by key), so that a restarted collector knows which of them it sent. None unless the run is
+// complete.
+func (a *auditChanges) gone() []int {
+	if !a.complete {
+		return nil
+	}
+	var out []int
+	for i := range a.prev.len() {
+		if _, ok := a.next.find(a.prev.keys[i]); !ok {
+			out = append(out, i)
 		}
 	}
-	slices.SortFunc(keys, func(x, y policyresult.Hash) int { return bytes.Compare(x[:], y[:]) })
-	return keys
+	return out
 }
 
-// resolvedEvent is the record of a violation this run no longer reports: its last event, at this run's time,
-// with an ID of its own.
-func (a *auditChanges) resolvedEvent(key policyresult.Hash) (decoded, error) {
-	ev, err := decodeGatekeeper(a.prev[key].Body)
+// resolvedEvent is the record of violation i of the previous run, which this run no longer reports: its event,
+// at this run's time, with an ID of its own.
+func (a *auditChanges) resolvedEvent(i int) (decoded, error) {
+	raw, err := a.prev.event(i)
 	if err != nil {
 		return decoded{}, err
+	}
+	ev, err := decodeGatekeeper(raw)
+	if err != nil {
+		return decoded{}, err
+	}
+	key := a.prev.keys[i]
+	if ev.decision.ViolationHashes().Key != key {
+		return decoded{}, fmt.Errorf("%w: the fields of violation %s do not match its key", errDamaged, key)
 	}
 	if !a.runTime.IsZero() {
 		ev.decision.Timestamp = a.runTime
@@ -106,11 +154,15 @@ func (a *auditChanges) resolvedEvent(key policyresult.Hash) (decoded, error) {
 func (rd *gkRead) resolve() bool {
 	cfg := rd.g.r.cfg
 	gone := rd.changes.gone()
-	for i := rd.p.Resolved; i < len(gone); i++ {
-		ev, err := rd.changes.resolvedEvent(gone[i])
+	if !rd.changes.complete {
+		rd.g.r.rejected(&rd.g.limiter, rd.listener, reasonIncompleteRun, 1, zap.String("file", rd.p.Name),
+			zap.String("why", "it lacks Gatekeeper's started or completed marker of its audit ID: no violation is resolved by it"))
+	}
+	for n := max(rd.p.Resolved, 0); n < len(gone); n++ {
+		ev, err := rd.changes.resolvedEvent(gone[n])
 		if err != nil {
-			// Stored state that no longer decodes: a newer version's, or damaged.
-			rd.g.r.rejected(&rd.g.limiter, rd.listener, "event", 1, zap.String("file", rd.p.Name), zap.Error(err))
+			// Stored state that does not decode: damaged.
+			rd.g.r.rejected(&rd.g.limiter, rd.listener, reasonDamagedState, 1, zap.String("file", rd.p.Name), zap.Error(err))
 			continue
 		}
 		cost, err := rd.g.r.price(&ev)
@@ -118,11 +170,11 @@ func (rd *gkRead) resolve() bool {
 			rd.g.r.rejected(&rd.g.limiter, rd.listener, "event_too_large", 1, zap.String("file", rd.p.Name), zap.Error(err))
 			continue
 		}
-		if !rd.b.fits(cfg, cost) && !rd.flush(rd.p.Offset, i) {
+		if !rd.b.fits(cfg, cost) && !rd.flush(rd.p.Offset, n) {
 			return false
 		}
 		rd.b.add(ev, cost)
-		if len(rd.b.events) >= cfg.MaxBatchRecords && !rd.flush(rd.p.Offset, i+1) {
+		if len(rd.b.events) >= cfg.MaxBatchRecords && !rd.flush(rd.p.Offset, n+1) {
 			return false
 		}
 	}

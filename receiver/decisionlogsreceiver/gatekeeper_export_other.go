@@ -5,10 +5,29 @@
 
 package decisionlogsreceiver // import "github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver"
 
-import "os"
+import (
+	"fmt"
+	"os"
+)
 
-// openExportFile opens a file of the export directory for reading. Gatekeeper's disk export runs on Linux only.
-func openExportFile(path string) (*os.File, error) { return os.Open(path) }
+// openExportFile opens a file of the export directory for reading, refusing anything but a regular file.
+// Gatekeeper's disk export runs on Linux only.
+func openExportFile(path string) (*os.File, error) {
+	f, err := os.Open(path) //nolint:gosec // G304: a file of the configured export directory
+	if err != nil {
+		return nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w: %s", path, errNotRegular, fi.Mode().Type())
+	}
+	return f, nil
+}
 
 // fileInode is not known here: a file is told from another by its name and size alone.
 func fileInode(os.FileInfo) uint64 { return 0 }

@@ -33,9 +33,15 @@ import (
 func (g *gkExport) readFile(channel, dir string, c *gkChannel, kind, name string) (busy bool, err error) {
 	path := filepath.Join(dir, name)
 	f, err := openExportFile(path)
-	if errors.Is(err, fs.ErrNotExist) {
-		// Listed a moment ago, pruned since.
-		g.gap(channel, kind, name, 1, "it was deleted before it was read")
+	// Listed a moment ago as a regular file: pruned since, or replaced by what is none (a FIFO renamed over it).
+	if gone, replaced := errors.Is(err, fs.ErrNotExist), errors.Is(err, errNotRegular); gone || replaced {
+		why := "it was deleted before it was read"
+		if replaced {
+			why = "it was replaced before it was read by what is not a regular file"
+			g.r.rejected(&g.limiter, exportListener(channel), reasonNotRegularFile, 1, zap.String("file", name), zap.Error(err))
+			c.odd[name] = struct{}{}
+		}
+		g.deletedUnread(channel, c, kind, name, why)
 		delete(c.listed, name)
 		if kind == fileKindAudit {
 			c.AuditDone, c.AuditDoneInode, c.Audit = name, 0, nil
@@ -62,16 +68,16 @@ func (g *gkExport) readFile(channel, dir string, c *gkChannel, kind, name string
 	if *p == nil || (*p).Name != name || (*p).Inode != fileInode(fi) || (*p).Size != fi.Size() {
 		*p = &gkProgress{Name: name, Inode: fileInode(fi), Size: fi.Size()}
 	}
-	rd := &gkRead{g: g, channel: channel, listener: "gatekeeper_export:" + channel, c: c, p: *p}
+	rd := &gkRead{g: g, channel: channel, listener: exportListener(channel), c: c, p: *p}
+	// A complete file does not change: what is appended after it was opened is not Gatekeeper's, and is not
+	// read, so that a file that never ends holds nothing up.
+	size := fi.Size()
 	if kind == fileKindAudit && g.cfg.AuditChanges {
-		if rd.changes, err = g.scanRun(f, c.violations, name); err != nil {
+		if rd.changes, err = g.scanRun(io.NewSectionReader(f, 0, size), c.violations, name); err != nil {
 			return false, err
 		}
 	}
-	if _, err := f.Seek(rd.p.Offset, io.SeekStart); err != nil {
-		return false, err
-	}
-	done, err := rd.readLines(f)
+	done, err := rd.readLines(io.NewSectionReader(f, rd.p.Offset, size-rd.p.Offset))
 	if err != nil || !done {
 		return false, err
 	}

@@ -10,8 +10,6 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/extension/xextension/storage"
-
-	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
 // gkChannel is what the gatekeeper_export input knows of one channel directory. The persisted part says what
@@ -26,18 +24,27 @@ type gkChannel struct {
 	// Interval is the spacing of consecutive audit runs as last seen, by which a run deleted before it was read
 	// shows as a gap in the sequence of run IDs.
 	Interval time.Duration `json:"t,omitempty"`
+	// ListedAt is when the directory was listed last (Unix seconds): a run missing from the sequence of run
+	// IDs was written after it (README.md, "Gaps"), which bounds how many can be missing.
+	ListedAt int64 `json:"l,omitempty"`
 	// Audit and Admission are the files of each kind being read, and how far the pipeline accepted them.
 	Audit     *gkProgress `json:"pa,omitempty"`
 	Admission *gkProgress `json:"pd,omitempty"`
 
-	// violations are the violations of the last complete audit run (audit_changes), by their key. Persisted
-	// apart, and only when a run ends, since they are many and change once a run.
-	violations map[policyresult.Hash]gkViolation
+	// violations are the violations of the last complete audit run (audit_changes). Persisted apart, and only
+	// when a run ends, since they are many and change once a run.
+	violations *gkViolations
 	// listed are the files seen in the directory and not read yet: one missing at the next poll was deleted
 	// before it was read.
 	listed map[string]string
 	// gapChecked is the audit run whose distance to AuditDone was checked for a gap.
 	gapChecked string
+	// odd are the names of the last listing that are not Gatekeeper's (or not regular files), each counted
+	// when it appeared.
+	odd map[string]struct{}
+	// unseen is how many more files of each kind may be counted as deleted unread until the next listing:
+	// no more can have been there than Gatekeeper keeps.
+	unseen map[string]int
 }
 
 // gkProgress is how far into one file the pipeline accepted records.
@@ -53,17 +60,35 @@ type gkProgress struct {
 	Resolved int `json:"r,omitempty"`
 }
 
-// gkViolation is a violation of the last complete audit run: its ID, to tell a changed violation, and its event,
-// to write the resolved record when it disappears.
-type gkViolation struct {
-	ID   policyresult.Hash `json:"i"`
-	Body json.RawMessage   `json:"b"`
-}
-
-// auditRead says whether the audit run f was read: it is older than the last run read, or that run's file
+// auditRead says whether the audit run f was read: it started before the last run read, or is that run's file
 // (whose inode is unknown when it was not read, or recorded by an older version).
 func (c *gkChannel) auditRead(f gkFile) bool {
-	return f.name < c.AuditDone || (f.name == c.AuditDone && (c.AuditDoneInode == 0 || f.inode == c.AuditDoneInode))
+	return auditRunAfter(c.AuditDone, f.name) ||
+		(f.name == c.AuditDone && (c.AuditDoneInode == 0 || f.inode == c.AuditDoneInode))
+}
+
+// check says what in progress read from storage cannot be: this version writes none of it, so the state is
+// damaged (or written by a version that read names Gatekeeper does not write).
+func (c *gkChannel) check(now time.Time) error {
+	if t, ok := auditRunTime(c.AuditDone); c.AuditDone != "" && (!ok || t.After(now.Add(auditIDFutureTolerance))) {
+		return fmt.Errorf("last run read %q is no audit run's file, or one from the future", c.AuditDone)
+	}
+	if c.Interval < 0 || c.ListedAt < 0 {
+		return fmt.Errorf("negative interval %d or listing time %d", c.Interval, c.ListedAt)
+	}
+	for _, k := range []string{fileKindAudit, fileKindAdmission} {
+		p := *c.progress(k)
+		if p == nil {
+			continue
+		}
+		if kind, _ := parseExportName(p.Name); kind != k {
+			return fmt.Errorf("%s file being read %q is no %s file", k, p.Name, k)
+		}
+		if p.Offset < 0 || p.Offset > p.Size || p.Resolved < 0 {
+			return fmt.Errorf("%s file %s: offset %d of %d bytes, %d resolved", k, p.Name, p.Offset, p.Size, p.Resolved)
+		}
+	}
+	return nil
 }
 
 func (c *gkChannel) progress(kind string) **gkProgress {
@@ -82,29 +107,58 @@ type gkStore struct {
 func progressKey(channel string) string   { return "gatekeeper_export/" + channel + "/progress" }
 func violationsKey(channel string) string { return "gatekeeper_export/" + channel + "/violations" }
 
-func (s *gkStore) load(ctx context.Context, channel string) (*gkChannel, error) {
+// damagedSuffix marks the storage key under which damaged state is kept aside, for whoever looks into it.
+const damagedSuffix = ".damaged"
+
+// gkDamage is state read from storage that could not be used: kept aside under key+damagedSuffix and dropped.
+type gkDamage struct {
+	key string
+	raw []byte
+	err error
+}
+
+// load reads a channel's state. State that does not decode, or says what cannot be, is kept aside and the
+// channel goes on without it, from the safest position there is: progress from nothing read (the runs on
+// disk are sent again, at least once), the previous run's violations from none (the next run is sent whole, as
+// new).
+func (s *gkStore) load(ctx context.Context, channel string) (*gkChannel, []gkDamage, error) {
 	c := &gkChannel{}
 	if s == nil {
-		return c, nil
+		return c, nil, nil
 	}
+	var damaged []gkDamage
 	raw, err := s.client.Get(ctx, progressKey(channel))
 	if err != nil {
-		return nil, fmt.Errorf("storage: %w", err)
+		return nil, nil, fmt.Errorf("storage: %w", err)
 	}
 	if raw != nil {
-		if err := json.Unmarshal(raw, c); err != nil {
-			return nil, fmt.Errorf("storage: progress of channel %s: %w", channel, err)
+		err := json.Unmarshal(raw, c)
+		if err == nil {
+			err = c.check(time.Now())
+		}
+		if err != nil {
+			c = &gkChannel{}
+			damaged = append(damaged, gkDamage{key: progressKey(channel), raw: raw, err: err})
 		}
 	}
 	if raw, err = s.client.Get(ctx, violationsKey(channel)); err != nil {
-		return nil, fmt.Errorf("storage: %w", err)
+		return nil, nil, fmt.Errorf("storage: %w", err)
 	}
-	if raw != nil {
-		if err := json.Unmarshal(raw, &c.violations); err != nil {
-			return nil, fmt.Errorf("storage: violations of channel %s: %w", channel, err)
+	if len(raw) > 0 {
+		if c.violations, err = unmarshalViolations(raw); err != nil {
+			damaged = append(damaged, gkDamage{key: violationsKey(channel), raw: raw, err: err})
 		}
 	}
-	return c, nil
+	var ops []*storage.Operation
+	for _, d := range damaged {
+		ops = append(ops, storage.SetOperation(d.key+damagedSuffix, d.raw), storage.DeleteOperation(d.key))
+	}
+	if len(ops) > 0 {
+		if err := s.client.Batch(ctx, ops...); err != nil {
+			return nil, nil, fmt.Errorf("storage: keeping damaged state aside: %w", err)
+		}
+	}
+	return c, damaged, nil
 }
 
 // saveProgress records how far the pipeline accepted; with runEnded, also the violations of the run just read,
@@ -119,11 +173,7 @@ func (s *gkStore) saveProgress(ctx context.Context, channel string, c *gkChannel
 	}
 	ops := []*storage.Operation{storage.SetOperation(progressKey(channel), raw)}
 	if runEnded {
-		v, err := json.Marshal(c.violations)
-		if err != nil {
-			return err
-		}
-		ops = append(ops, storage.SetOperation(violationsKey(channel), v))
+		ops = append(ops, storage.SetOperation(violationsKey(channel), c.violations.marshal()))
 	}
 	if err := s.client.Batch(ctx, ops...); err != nil {
 		return fmt.Errorf("storage: %w", err)
