@@ -13,6 +13,8 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/tap"
+
+	"github.com/otelcol-policy/otelcol-policy/internal/connlimit"
 )
 
 var errUnauthenticated = status.Error(codes.Unauthenticated, "missing or invalid bearer token")
@@ -26,7 +28,8 @@ var errUnauthenticated = status.Error(codes.Unauthenticated, "missing or invalid
 //
 // It also gives every call its deadline, Limits.RequestTimeout.
 //
-// gRPC calls it with the connection's lock held: it does nothing but compare tokens and start a timer.
+// gRPC calls it with the connection's lock held: it does nothing but compare tokens, prove the connection (an
+// atomic load once it was) and start a timer.
 func (s *Server) tapCall(ctx context.Context, info *tap.Info) (context.Context, error) {
 	if len(s.tokens) > 0 && !s.authorized(info.Header.Get("authorization")) {
 		s.metrics.grpcUnauthenticated.Add(1)
@@ -39,6 +42,8 @@ func (s *Server) tapCall(ctx context.Context, info *tap.Info) (context.Context, 
 		}
 		return nil, errUnauthenticated
 	}
+	// The connection showed a client: it keeps its place when the listener is full (listener.go).
+	connlimit.Prove(ctx)
 	// The stream's context is the parent: when the call ends, gRPC cancels it, which stops this timer.
 	ctx, cancel := context.WithTimeout(ctx, s.limits.RequestTimeout) //nolint:gosec // G118: cancelled with the stream, above
 	_ = cancel
