@@ -50,8 +50,9 @@ type Config struct {
 	MaxSilentPerSource int
 	// SilentTimeout closes a connection still silent this long after its accept; 0 never does.
 	SilentTimeout time.Duration
-	// Closed is told of every connection the limits closed, with why; it may be nil. It is called without
-	// locks held, from Accept or from a timer.
+	// Closed is told of every connection the limits close, with why, just before they close it (so that a
+	// client that saw its connection end finds it counted); it may be nil. It is called without locks held,
+	// from Accept or from a timer.
 	Closed func(Reason)
 }
 
@@ -131,8 +132,8 @@ func (l *Listener) admit(c net.Conn) *conn {
 		victim = l.evictableLocked()
 		if victim == nil {
 			l.mu.Unlock()
-			_ = c.Close()
 			l.report(Refused)
+			_ = c.Close()
 			return nil
 		}
 	}
@@ -152,8 +153,8 @@ func (l *Listener) admit(c net.Conn) *conn {
 	}
 	l.mu.Unlock()
 	if victim != nil {
-		_ = victim.Conn.Close()
 		l.report(Evicted)
+		_ = victim.Conn.Close()
 	}
 	return lc
 }
@@ -224,8 +225,8 @@ func (c *conn) expire() {
 	c.byLimit = true
 	l.dropLocked(c)
 	l.mu.Unlock()
-	_ = c.Conn.Close()
 	l.report(TimedOut)
+	_ = c.Conn.Close()
 }
 
 func (c *conn) prove() {

@@ -6,7 +6,6 @@ package connlimit
 import (
 	"context"
 	"crypto/tls"
-	"errors"
 	"io"
 	"net"
 	"sync"
@@ -16,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-policy/otelcol-policy/internal/connlimit/connlimittest"
 )
 
 // server is a Listener on loopback whose accepted connections arrive on accepted, counting what the limits
@@ -47,23 +48,10 @@ func newServer(t *testing.T, cfg Config) *server {
 	return s
 }
 
-// dial connects from the loopback address from (127.0.0.1 when empty): each is a source of its own.
-func (s *server) dial(from string) net.Conn {
-	s.t.Helper()
-	d := net.Dialer{Timeout: 5 * time.Second}
-	if from != "" {
-		d.LocalAddr = &net.TCPAddr{IP: net.ParseIP(from)}
-	}
-	c, err := d.Dial("tcp", s.l.Addr().String())
-	require.NoError(s.t, err)
-	s.t.Cleanup(func() { c.Close() })
-	return c
-}
-
 // dialAccepted dials and returns the client's end and the server's, once the server accepted it.
 func (s *server) dialAccepted(from string) (client, served net.Conn) {
 	s.t.Helper()
-	client = s.dial(from)
+	client = connlimittest.DialFrom(s.t, from, s.l.Addr().String())
 	select {
 	case served = <-s.accepted:
 	case <-time.After(5 * time.Second):
@@ -72,16 +60,10 @@ func (s *server) dialAccepted(from string) (client, served net.Conn) {
 	return client, served
 }
 
-// closedByServer tells whether the server closed the client's connection within wait (its read ends with
-// EOF or a reset) rather than keeping it open.
+// closedByServer tells whether the server closed the client's connection within wait.
 func closedByServer(t *testing.T, client net.Conn, wait time.Duration) bool {
 	t.Helper()
-	require.NoError(t, client.SetReadDeadline(time.Now().Add(wait)))
-	_, err := client.Read(make([]byte, 1))
-	if ne, ok := errors.AsType[net.Error](err); ok && ne.Timeout() {
-		return false
-	}
-	return true
+	return !connlimittest.StillOpen(t, client, wait)
 }
 
 func (s *server) count(r Reason) int64 { return s.closed[r].Load() }
@@ -96,7 +78,7 @@ func TestListenerRefusesBeyondMax(t *testing.T) {
 		require.True(t, ProveConn(c))
 		held = append(held, c)
 	}
-	third := s.dial("")
+	third := connlimittest.DialFrom(t, "", s.l.Addr().String())
 	assert.True(t, closedByServer(t, third, 5*time.Second), "the third connection is closed")
 	require.Eventually(t, func() bool { return s.count(Refused) == 1 }, 5*time.Second, 5*time.Millisecond)
 
@@ -105,7 +87,7 @@ func TestListenerRefusesBeyondMax(t *testing.T) {
 	held[0].Close()
 	_, c := s.dialAccepted("")
 	ProveConn(c)
-	fourth := s.dial("")
+	fourth := connlimittest.DialFrom(t, "", s.l.Addr().String())
 	assert.True(t, closedByServer(t, fourth, 5*time.Second), "beyond the limit again")
 	require.Eventually(t, func() bool { return s.count(Refused) == 2 }, 5*time.Second, 5*time.Millisecond)
 	assert.Zero(t, s.count(Evicted))

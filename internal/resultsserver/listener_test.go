@@ -6,7 +6,6 @@ package resultsserver
 import (
 	"bufio"
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -22,6 +21,7 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/otelcol-policy/otelcol-policy/internal/connlimit"
+	"github.com/otelcol-policy/otelcol-policy/internal/connlimit/connlimittest"
 	pb "github.com/otelcol-policy/otelcol-policy/proto/policyresults/v1"
 )
 
@@ -63,15 +63,6 @@ func silentConns(t *testing.T, addr string, n int) []net.Conn {
 	return conns
 }
 
-// openAfter tells whether the server still holds c after wait (false: it closed it).
-func openAfter(t *testing.T, c net.Conn, wait time.Duration) bool {
-	t.Helper()
-	require.NoError(t, c.SetReadDeadline(time.Now().Add(wait)))
-	_, err := io.Copy(io.Discard, c)
-	ne, ok := errors.AsType[net.Error](err)
-	return ok && ne.Timeout()
-}
-
 func (s *Server) silentClosedCount(l Listener, reason int) uint64 {
 	return s.metrics.silentClosed[l][reason].Load()
 }
@@ -93,7 +84,7 @@ func TestSilentGRPCConnectionsGiveWay(t *testing.T) {
 	_, err := callForward(legit, withToken(), req)
 	require.NoError(t, err, "the collector's call gets a place")
 	waitAccepted(1)
-	assert.False(t, openAfter(t, silent[0], 5*time.Second), "the oldest silent connection gave way")
+	assert.False(t, connlimittest.StillOpen(t, silent[0], 5*time.Second), "the oldest silent connection gave way")
 
 	stranger := pb.NewResultForwarderClient(rawConn(t, addr))
 	_, err = callForward(stranger, context.Background(), req)
@@ -108,7 +99,7 @@ func TestSilentGRPCConnectionsGiveWay(t *testing.T) {
 	require.NoError(t, err)
 	waitAccepted(12)
 	assert.Zero(t, s.metrics.connectionsRefused[ListenerGRPC].Load())
-	assert.True(t, openAfter(t, more[9], 100*time.Millisecond), "the newest silent connection is held")
+	assert.True(t, connlimittest.StillOpen(t, more[9], 100*time.Millisecond), "the newest silent connection is held")
 }
 
 // TestGRPCFirstCallTimeout: a connection without an authenticated call is closed at FirstCallTimeout, one that
@@ -125,7 +116,7 @@ func TestGRPCFirstCallTimeout(t *testing.T) {
 	_, err = callForward(client, withToken(), batch())
 	require.NoError(t, err)
 	silent := silentConns(t, addr, 1)[0]
-	assert.False(t, openAfter(t, silent, 5*time.Second), "closed at the first call timeout")
+	assert.False(t, connlimittest.StillOpen(t, silent, 5*time.Second), "closed at the first call timeout")
 	require.Eventually(t, func() bool { return s.silentClosedCount(ListenerGRPC, 1) == 1 }, 5*time.Second, 5*time.Millisecond)
 	_, err = callForward(client, withToken(), batch())
 	require.NoError(t, err)
@@ -164,8 +155,8 @@ func TestSilentHTTPConnectionsGiveWay(t *testing.T) {
 
 	// Two new connections evict the two unproved ones, oldest first.
 	silentConns(t, addr, 2)
-	assert.False(t, openAfter(t, conns[1], 5*time.Second), "the 401 did not prove its connection")
-	assert.False(t, openAfter(t, conns[2], 5*time.Second), "the login page did not prove its connection")
+	assert.False(t, connlimittest.StillOpen(t, conns[1], 5*time.Second), "the 401 did not prove its connection")
+	assert.False(t, connlimittest.StillOpen(t, conns[2], 5*time.Second), "the login page did not prove its connection")
 	assert.Equal(t, http.StatusOK, httpGet(t, conns[0], readers[0], "/v1/fleet", limitsToken), "the proved one is held")
 	require.Eventually(t, func() bool { return s.silentClosedCount(ListenerHTTP, 0) == 2 }, 5*time.Second, 5*time.Millisecond)
 }
