@@ -33,6 +33,8 @@ type limitOptions struct {
 	maxConnections, httpMaxConnections                       int
 	httpReadHeaderTimeout, httpReadTimeout, httpWriteTimeout time.Duration
 	httpIdleTimeout                                          time.Duration
+	// silent are the limits on connections not yet authenticated (resultsserver.ConnLimits), by listener.
+	silent, httpSilent resultsserver.ConnLimits
 }
 
 func (o *limitOptions) register(fs *flag.FlagSet) {
@@ -62,6 +64,26 @@ func (o *limitOptions) register(fs *flag.FlagSet) {
 		"longest time from the end of an HTTP request's headers to the end of its response")
 	fs.DurationVar(&o.httpIdleTimeout, "http-idle-timeout", defaultHTTPIdleTimeout,
 		"an HTTP keep-alive connection without a request for this long is closed")
+	fs.DurationVar(&o.silent.FirstCallTimeout, "first-call-timeout", resultsserver.DefaultFirstCallTimeout,
+		"a gRPC connection without an authenticated call this long after it was accepted is closed")
+	fs.IntVar(&o.silent.MaxSilentPerSource, "max-silent-connections-per-source", resultsserver.DefaultMaxSilentPerSource,
+		"most gRPC connections from one IP (IPv6: /64) without an authenticated call yet; one more evicts its oldest")
+	fs.DurationVar(&o.httpSilent.FirstCallTimeout, "http-first-request-timeout", resultsserver.DefaultFirstCallTimeout,
+		"an HTTP connection without an authenticated request this long after it was accepted is closed")
+	fs.IntVar(&o.httpSilent.MaxSilentPerSource, "http-max-silent-connections-per-source", resultsserver.DefaultHTTPMaxSilentPerSource,
+		"most HTTP connections from one IP (IPv6: /64) without an authenticated request yet; one more evicts its oldest")
+}
+
+// connLimits are the limits of the gRPC listener (grpc) or of the HTTP one.
+func (o *limitOptions) connLimits(grpc bool) resultsserver.ConnLimits {
+	if grpc {
+		l := o.silent
+		l.Max = o.maxConnections
+		return l
+	}
+	l := o.httpSilent
+	l.Max = o.httpMaxConnections
+	return l
 }
 
 // validate refuses limits that are not positive: zero would not mean "no limit".
@@ -82,6 +104,10 @@ func (o *limitOptions) validate() error {
 		{"http-read-timeout", int64(o.httpReadTimeout)},
 		{"http-write-timeout", int64(o.httpWriteTimeout)},
 		{"http-idle-timeout", int64(o.httpIdleTimeout)},
+		{"first-call-timeout", int64(o.silent.FirstCallTimeout)},
+		{"max-silent-connections-per-source", int64(o.silent.MaxSilentPerSource)},
+		{"http-first-request-timeout", int64(o.httpSilent.FirstCallTimeout)},
+		{"http-max-silent-connections-per-source", int64(o.httpSilent.MaxSilentPerSource)},
 	} {
 		if f.v <= 0 {
 			errs = append(errs, fmt.Errorf("--%s must be positive", f.flag))

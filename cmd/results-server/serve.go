@@ -21,6 +21,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
+	"github.com/otelcol-policy/otelcol-policy/internal/connlimit"
 	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver"
 )
 
@@ -143,7 +144,7 @@ func serve(ctx context.Context, o serveOptions, logger *zap.Logger) error {
 	if err != nil {
 		return err
 	}
-	lis = srv.LimitListener(lis, o.limits.maxConnections, resultsserver.ListenerGRPC)
+	lis = srv.LimitListener(lis, resultsserver.ListenerGRPC, o.limits.connLimits(true))
 	var hs *http.Server
 	var hlis net.Listener
 	if o.httpListen != "" {
@@ -151,9 +152,11 @@ func serve(ctx context.Context, o serveOptions, logger *zap.Logger) error {
 			lis.Close()
 			return err
 		}
-		hlis = srv.LimitListener(hlis, o.limits.httpMaxConnections, resultsserver.ListenerHTTP)
+		hlis = srv.LimitListener(hlis, resultsserver.ListenerHTTP, o.limits.connLimits(false))
 		hs = o.limits.httpServer(srv.HTTPHandler())
 		hs.TLSConfig, hs.ErrorLog = tlsCfg, zap.NewStdLog(logger.Named("http"))
+		// Authenticated requests prove their connection through it (resultsserver.ConnLimits).
+		hs.ConnContext = connlimit.WithConn
 	}
 
 	security := "plaintext"

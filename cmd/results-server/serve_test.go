@@ -42,6 +42,8 @@ var defaultLimits = limitOptions{
 	maxConcurrentStreams: 32, maxHeaderBytes: 16 << 10, maxConnections: 512, httpMaxConnections: 128,
 	httpReadHeaderTimeout: 10 * time.Second, httpReadTimeout: 30 * time.Second, httpWriteTimeout: time.Minute,
 	httpIdleTimeout: time.Minute,
+	silent:          resultsserver.ConnLimits{MaxSilentPerSource: 128, FirstCallTimeout: 10 * time.Second},
+	httpSilent:      resultsserver.ConnLimits{MaxSilentPerSource: 32, FirstCallTimeout: 10 * time.Second},
 }
 
 func TestParseServeFlags(t *testing.T) {
@@ -67,7 +69,9 @@ func TestParseServeFlags(t *testing.T) {
 			"--max-concurrent-streams", "4", "--max-header-bytes", "8192", "--request-timeout", "5s",
 			"--handshake-timeout", "2s", "--max-connection-idle", "1m", "--max-connections", "10",
 			"--http-max-connections", "3", "--http-read-header-timeout", "1s", "--http-read-timeout", "2s",
-			"--http-write-timeout", "3s", "--http-idle-timeout", "4s"},
+			"--http-write-timeout", "3s", "--http-idle-timeout", "4s", "--first-call-timeout", "5s",
+			"--max-silent-connections-per-source", "6", "--http-first-request-timeout", "7s",
+			"--http-max-silent-connections-per-source", "8"},
 		want: serveOptions{listen: ":1", db: DefaultDB, logLevel: "info", limits: limitOptions{
 			grpc: resultsserver.Limits{MaxRecvMsgSize: 1 << 20, MaxResults: 500, MaxConcurrentStreams: 4,
 				MaxHeaderBytes: 8192, RequestTimeout: 5 * time.Second, HandshakeTimeout: 2 * time.Second,
@@ -75,11 +79,15 @@ func TestParseServeFlags(t *testing.T) {
 			maxConcurrentStreams: 4, maxHeaderBytes: 8192, maxConnections: 10, httpMaxConnections: 3,
 			httpReadHeaderTimeout: time.Second, httpReadTimeout: 2 * time.Second, httpWriteTimeout: 3 * time.Second,
 			httpIdleTimeout: 4 * time.Second,
+			silent:          resultsserver.ConnLimits{MaxSilentPerSource: 6, FirstCallTimeout: 5 * time.Second},
+			httpSilent:      resultsserver.ConnLimits{MaxSilentPerSource: 8, FirstCallTimeout: 7 * time.Second},
 		}, retention: defaultRetention, ingest: defaultIngest},
 	},
 		{args: []string{"--listen", ":1", "--max-recv-msg-size", "0"}, wantErr: "serve: --max-recv-msg-size must be positive"},
 		{args: []string{"--listen", ":1", "--max-connections", "-1", "--http-idle-timeout", "0s"},
 			wantErr: "serve: --max-connections must be positive\n--http-idle-timeout must be positive"},
+		{args: []string{"--listen", ":1", "--first-call-timeout", "0s", "--http-max-silent-connections-per-source", "0"},
+			wantErr: "serve: --first-call-timeout must be positive\n--http-max-silent-connections-per-source must be positive"},
 		{args: []string{"--listen", ":1", "--max-concurrent-streams", "4294967296"},
 			wantErr: "serve: --max-concurrent-streams must be at most 4294967295"},
 		{args: []string{"--listen", ":1", "--request-timeout", "soon"},

@@ -130,8 +130,9 @@ func TestHelmLint(t *testing.T) {
 		{"-f", filepath.Join(chartDir(t), "values-ha.yaml")},
 		{"--set", "mode=daemonset"},
 		{"--set", "prometheusRule.enabled=true,dashboards.enabled=true,k8sEvents.enabled=true"},
-		append([]string{"--set", "podMonitor.enabled=true"}, remoteWrite...),
-		append([]string{"--set", "mode=daemonset,podMonitor.enabled=true"}, append(remoteWrite, metricsFrom...)...),
+		slices.Concat([]string{"--set", "podMonitor.enabled=true"}, remoteWrite, metricsFrom),
+		slices.Concat([]string{"--set", "mode=daemonset,podMonitor.enabled=true"}, remoteWrite, metricsFrom),
+		{"--set", "networkPolicy.enabled=false,podMonitor.enabled=true"},
 	} {
 		out := runHelm(t, append([]string{"lint", "--strict", chartDir(t)}, args...)...)
 		assert.Contains(t, out, "1 chart(s) linted, 0 chart(s) failed", "%v", args)
@@ -303,7 +304,7 @@ func TestHelmValues(t *testing.T) {
 	t.Run("self-metrics scraped by a PodMonitor", func(t *testing.T) {
 		for _, rel := range []release{reportsDefault, decisions} {
 			objs := helmTemplate(t, "", release{rel.name, rel.namespace, slices.Concat(rel.args, []string{"--set",
-				"podMonitor.enabled=true,podMonitor.interval=30s,podMonitor.additionalLabels.release=kube-prometheus-stack"})})
+				"podMonitor.enabled=true,podMonitor.interval=30s,podMonitor.additionalLabels.release=kube-prometheus-stack"}, metricsFrom)})
 			pm := typed[struct {
 				Metadata metav1.ObjectMeta
 				Spec     struct {
@@ -347,6 +348,59 @@ func TestHelmValues(t *testing.T) {
 		require.Len(t, rule.From, 1)
 		assert.Equal(t, map[string]string{"kubernetes.io/metadata.name": "monitoring"}, rule.From[0].NamespaceSelector.MatchLabels)
 		assert.Equal(t, map[string]string{"app.kubernetes.io/name": "prometheus"}, rule.From[0].PodSelector.MatchLabels)
+	})
+
+	t.Run("a NetworkPolicy in every mode", func(t *testing.T) {
+		deployment := "Deployment " + saNamespace + "/otelcol-policy"
+		statefulset := "StatefulSet " + saNamespace + "/otelcol-policy"
+		daemonset := "DaemonSet " + nodeNS + "/otelcol-policy-node"
+		for _, c := range []struct {
+			rel  release
+			want map[string][]string
+		}{
+			{reportsDefault, map[string][]string{deployment: {}}},
+			{reportsHA, map[string][]string{statefulset: {}}},
+			{decisions, map[string][]string{daemonset: {"opa"}}},
+			{monitored(reportsDefault), map[string][]string{deployment: {"metrics"}}},
+			{monitored(reportsHA), map[string][]string{statefulset: {"metrics"}}},
+			{monitored(decisions), map[string][]string{daemonset: {"opa", "metrics"}}},
+		} {
+			assert.Equal(t, c.want, admittedPorts(t, helmTemplate(t, "", c.rel)), "%v", c.rel.args)
+		}
+		for _, rel := range []release{reportsDefault, decisions} {
+			objs := helmTemplate(t, "", release{rel.name, rel.namespace, slices.Concat(rel.args, []string{"--set", "networkPolicy.enabled=false"})})
+			assert.False(t, slices.ContainsFunc(objs, func(o *unstructured.Unstructured) bool { return o.GetKind() == "NetworkPolicy" }))
+		}
+		// A PodMonitor whose scrapes the policy would refuse is refused.
+		for _, mode := range []string{"deployment", "statefulset", "daemonset"} {
+			assert.Contains(t, helmTemplateFails(t, "--set", "mode="+mode+",podMonitor.enabled=true", "--set", "leaderElection.enabled=true"),
+				"podMonitor.enabled needs networkPolicy.metricsFrom", mode)
+		}
+	})
+
+	t.Run("images pinned by digest", func(t *testing.T) {
+		digest := "sha256:" + strings.Repeat("0123456789abcdef", 4)
+		initDigest := "sha256:" + strings.Repeat("fedcba9876543210", 4)
+		for _, rel := range []release{reportsDefault, reportsHA, decisions} {
+			objs := helmTemplate(t, "", release{rel.name, rel.namespace, slices.Concat(rel.args, []string{"--set",
+				"image.repository=registry.example.com/otelcol-policy,image.tag=0.1.0,image.digest=" + digest +
+					",decisionLogs.initImage.digest=" + initDigest})})
+			n := 0
+			for _, o := range objs {
+				for _, c := range containers(o) {
+					want := "registry.example.com/otelcol-policy@" + digest
+					if c["name"] == "prepare-host-dirs" {
+						want = "busybox@" + initDigest
+					}
+					assert.Equal(t, want, c["image"], "%s: container %s", objID(o), c["name"])
+					n++
+				}
+			}
+			assert.Positive(t, n)
+		}
+		for _, bad := range []string{"image.digest=latest", "image.digest=sha256:abc", "decisionLogs.initImage.digest=md5:0123"} {
+			assert.Contains(t, helmTemplateFails(t, "--set", bad), "values don't meet the specifications of the schema", bad)
+		}
 	})
 
 	t.Run("remote write of the policy metrics", func(t *testing.T) {

@@ -39,6 +39,7 @@ import (
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
+	"k8s.io/apimachinery/pkg/labels"
 	"k8s.io/apimachinery/pkg/runtime"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
@@ -279,7 +280,7 @@ func TestKubernetesManifestsBuild(t *testing.T) {
 		"Namespace /otelcol-policy-node", "ServiceAccount otelcol-policy-node/otelcol-policy-node",
 		"ConfigMap otelcol-policy-node/otelcol-policy-settings", "ConfigMap otelcol-policy-node/otelcol-policy-node-config",
 		"DaemonSet otelcol-policy-node/otelcol-policy-node", "Service otelcol-policy-node/otelcol-policy-decisions",
-		"NetworkPolicy otelcol-policy-node/otelcol-policy-decisions",
+		"NetworkPolicy otelcol-policy-node/otelcol-policy-decisions", "NetworkPolicy otelcol-policy/otelcol-policy-reports",
 	}, ids)
 
 	// The ClusterRole grants get/list/watch on exactly the receiver's report resources.
@@ -405,6 +406,64 @@ func TestKubernetesDaemonSetIsClosed(t *testing.T) {
 	require.NotNil(t, rule.From[0].PodSelector)
 	assert.Equal(t, map[string]string{"otelcol-policy/decision-logs": "allowed"}, rule.From[0].PodSelector.MatchLabels)
 	assert.Empty(t, rule.From[0].IPBlock)
+}
+
+// admittedPorts checks that one NetworkPolicy of objs, in the namespace of each workload, selects the workload's
+// pods and closes their ingress but for rules that each name their peers and ports, every port one the pods serve;
+// it returns, by workload, the ports some peer may reach. A workload no policy selects fails the test.
+func admittedPorts(t *testing.T, objs []*unstructured.Unstructured) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	for _, w := range objs {
+		if !isWorkload(w) {
+			continue
+		}
+		tmpl := typed[struct {
+			Spec struct{ Template corev1.PodTemplateSpec }
+		}](t, w).Spec.Template
+		served := map[string]bool{}
+		for _, c := range tmpl.Spec.Containers {
+			for _, p := range c.Ports {
+				served[p.Name] = true
+			}
+		}
+		var policies []*networkingv1.NetworkPolicy
+		for _, o := range objs {
+			if o.GetKind() != "NetworkPolicy" || o.GetNamespace() != w.GetNamespace() {
+				continue
+			}
+			np := typed[networkingv1.NetworkPolicy](t, o)
+			selector, err := metav1.LabelSelectorAsSelector(&np.Spec.PodSelector)
+			require.NoError(t, err)
+			if selector.Matches(labels.Set(tmpl.Labels)) {
+				policies = append(policies, np)
+			}
+		}
+		require.Len(t, policies, 1, "%s: one NetworkPolicy selects its pods", objID(w))
+		np := policies[0]
+		assert.Equal(t, []networkingv1.PolicyType{networkingv1.PolicyTypeIngress}, np.Spec.PolicyTypes, objID(w))
+		ports := []string{}
+		for _, rule := range np.Spec.Ingress {
+			require.NotEmpty(t, rule.From, "%s: a rule without peers admits every peer", objID(w))
+			require.NotEmpty(t, rule.Ports, "%s: a rule without ports admits every port", objID(w))
+			for _, p := range rule.Ports {
+				assert.True(t, served[p.Port.String()], "%s: port %s is one its pods serve", objID(w), p.Port)
+				ports = append(ports, p.Port.String())
+			}
+		}
+		out[objID(w)] = ports
+	}
+	return out
+}
+
+// TestKubernetesNetworkPolicies: ingress to every workload's pods is closed but for what it needs: the report
+// watcher none (the kubelet's probes come from the node, which NetworkPolicy always admits), the decision
+// receiver the OPA port.
+func TestKubernetesNetworkPolicies(t *testing.T) {
+	assert.Equal(t, map[string][]string{
+		"StatefulSet otelcol-policy/otelcol-policy":         {},
+		"DaemonSet otelcol-policy-node/otelcol-policy-node": {"opa"},
+	}, admittedPorts(t, kustomize(t, kubernetesDir(t))))
 }
 
 // TestKubernetesKustomizeMatchesKubectl compares the minimal kustomize with the real one, when kubectl is there.

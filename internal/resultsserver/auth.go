@@ -18,6 +18,8 @@ import (
 	"google.golang.org/grpc/peer"
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/tap"
+
+	"github.com/otelcol-policy/otelcol-policy/internal/connlimit"
 )
 
 var (
@@ -122,7 +124,8 @@ func principalOf(ctx context.Context) *principal {
 //
 // It also gives every call its deadline, Limits.RequestTimeout.
 //
-// gRPC calls it with the connection's lock held: it does nothing but compare tokens and start a timer.
+// gRPC calls it with the connection's lock held: it does nothing but compare tokens, prove the connection (an
+// atomic load once it was) and start a timer.
 func (s *Server) tapCall(ctx context.Context, info *tap.Info) (context.Context, error) {
 	if len(s.tokens) > 0 {
 		p := s.bearerPrincipal(info.Header.Get("authorization"))
@@ -144,6 +147,8 @@ func (s *Server) tapCall(ctx context.Context, info *tap.Info) (context.Context, 
 		}
 		ctx = context.WithValue(ctx, principalKey{}, p)
 	}
+	// The connection showed a client: it keeps its place when the listener is full (listener.go).
+	connlimit.Prove(ctx)
 	// The stream's context is the parent: when the call ends, gRPC cancels it, which stops this timer.
 	ctx, cancel := context.WithTimeout(ctx, s.limits.RequestTimeout) //nolint:gosec // G118: cancelled with the stream, above
 	_ = cancel

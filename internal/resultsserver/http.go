@@ -14,6 +14,8 @@ import (
 	"strings"
 
 	"go.uber.org/zap"
+
+	"github.com/otelcol-policy/otelcol-policy/internal/connlimit"
 )
 
 // DefaultFailingLimit and MaxFailingLimit bound GET /v1/fleet/failing, so one request cannot make the server
@@ -82,8 +84,10 @@ func (s *Server) HTTPHandler() http.Handler {
 			uiHeaders(w.Header())
 		}
 		switch {
-		case len(s.tokens) == 0, s.authorized(r.Header.Values("Authorization")):
-		case page && (uiOpen(r.URL.Path) || s.cookieAuthorized(r)):
+		case len(s.tokens) == 0, s.authorized(r.Header.Values("Authorization")), page && s.cookieAuthorized(r):
+			// The connection showed a client: it keeps its place when the listener is full (listener.go).
+			connlimit.Prove(r.Context())
+		case page && uiOpen(r.URL.Path):
 		default:
 			s.metrics.httpUnauthenticated.Add(1)
 			s.logger.Debug("rejected an HTTP request without a valid bearer token", zap.String("remote", r.RemoteAddr))

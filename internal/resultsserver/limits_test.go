@@ -20,6 +20,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
+	"github.com/otelcol-policy/otelcol-policy/internal/connlimit"
 	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver/attacktest"
 	pb "github.com/otelcol-policy/otelcol-policy/proto/policyresults/v1"
 )
@@ -168,13 +169,15 @@ func TestLimitListener(t *testing.T) {
 	s := sqliteServer(t)
 	inner, err := net.Listen("tcp", "127.0.0.1:0")
 	require.NoError(t, err)
-	l := s.LimitListener(inner, 1, ListenerHTTP)
+	l := s.LimitListener(inner, ListenerHTTP, ConnLimits{Max: 1})
 	defer l.Close()
 	go func() {
 		for {
-			if _, err := l.Accept(); err != nil {
+			c, err := l.Accept()
+			if err != nil {
 				return
 			}
+			connlimit.ProveConn(c) // as an authenticated request would: the next one is refused, not evicting it
 		}
 	}()
 	for range 2 {

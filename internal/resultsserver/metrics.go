@@ -12,6 +12,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
+
+	"github.com/otelcol-policy/otelcol-policy/internal/connlimit"
 )
 
 // Reasons of results_server_requests_refused_total.
@@ -39,6 +41,8 @@ type metrics struct {
 	grpcReadOnly                                                 atomic.Uint64
 
 	connectionsRefused [numListeners]atomic.Uint64
+	// silentClosed counts connections closed before they were proved (listener.go), by silentReasons.
+	silentClosed [numListeners][len(silentReasons)]atomic.Uint64
 	// calls counts ended gRPC calls by status code; calls refused before they started (unauthenticated) are
 	// only in the refused counter.
 	calls              [codes.Unauthenticated + 1]atomic.Uint64
@@ -62,10 +66,17 @@ func (m *metrics) write(w io.Writer) error {
 	p("results_server_requests_refused_total{api=\"grpc\",reason=%q} %d\n", reasonTooManyResults, m.grpcTooManyResults.Load())
 	p("results_server_requests_refused_total{api=\"grpc\",reason=%q} %d\n", reasonReadOnly, m.grpcReadOnly.Load())
 	p("results_server_requests_refused_total{api=\"http\",reason=%q} %d\n", reasonUnauthenticated, m.httpUnauthenticated.Load())
-	p("# HELP results_server_connections_refused_total Connections closed on accept because the listener had its maximum of connections.\n")
+	p("# HELP results_server_connections_refused_total Connections closed on accept because the listener had its maximum of connections, all of them authenticated.\n")
 	p("# TYPE results_server_connections_refused_total counter\n")
 	for l := range numListeners {
 		p("results_server_connections_refused_total{listener=%q} %d\n", l, m.connectionsRefused[l].Load())
+	}
+	p("# HELP results_server_silent_connections_closed_total Connections closed before their first authenticated call or request: evicted for a new connection, or at the first call timeout.\n")
+	p("# TYPE results_server_silent_connections_closed_total counter\n")
+	for l := range numListeners {
+		for i, r := range silentReasons {
+			p("results_server_silent_connections_closed_total{listener=%q,reason=%q} %d\n", l, r, m.silentClosed[l][i].Load())
+		}
 	}
 	p("# HELP results_server_grpc_calls_total Ended gRPC calls by status code.\n")
 	p("# TYPE results_server_grpc_calls_total counter\n")
@@ -85,6 +96,21 @@ func (m *metrics) write(w io.Writer) error {
 	p("# TYPE results_server_prune_failures_total counter\n")
 	p("results_server_prune_failures_total %d\n", m.pruneFailures.Load())
 	return err
+}
+
+// silentReasons are the reasons of results_server_silent_connections_closed_total.
+var silentReasons = [...]string{"evicted", "timeout"}
+
+// connectionClosed counts a connection the listener's limits closed.
+func (m *metrics) connectionClosed(l Listener, r connlimit.Reason) {
+	switch r {
+	case connlimit.Refused:
+		m.connectionsRefused[l].Add(1)
+	case connlimit.Evicted:
+		m.silentClosed[l][0].Add(1)
+	case connlimit.TimedOut:
+		m.silentClosed[l][1].Add(1)
+	}
 }
 
 // callCounter is the gRPC stats handler that counts ended calls by code.

@@ -53,6 +53,9 @@ type Server struct {
 
 	// retention is what RunRetention prunes; its clock is now.
 	retention Retention
+
+	// grpcConns are the gRPC listeners of LimitListener, whose connections tapCall proves.
+	grpcConns limitedListeners
 }
 
 // Open opens the database, creating the schema or migrating it to the current version.
@@ -98,6 +101,7 @@ func (s *Server) GRPCServer(opts ...grpc.ServerOption) *grpc.Server {
 		grpc.ConnectionTimeout(l.HandshakeTimeout),
 		grpc.KeepaliveParams(keepalive.ServerParameters{MaxConnectionIdle: l.MaxConnectionIdle}),
 		grpc.StatsHandler(callCounter{&s.metrics}),
+		grpc.StatsHandler(&s.grpcConns),
 	}, opts...)
 	gs := grpc.NewServer(all...)
 	pb.RegisterResultForwarderServer(gs, &forwarder{s: s})

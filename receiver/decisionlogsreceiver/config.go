@@ -82,6 +82,11 @@ type NDJSONConfig struct {
 	IdleTimeout time.Duration `mapstructure:"idle_timeout"`
 	// HandshakeTimeout bounds the TLS handshake of a tcp listener with tls.
 	HandshakeTimeout time.Duration `mapstructure:"handshake_timeout"`
+	// FirstLineTimeout closes a connection that has not sent a complete line this long after it was accepted.
+	FirstLineTimeout time.Duration `mapstructure:"first_line_timeout"`
+	// MaxSilentConnectionsPerSource bounds the connections of one remote IP (tcp) that have not sent a complete
+	// line yet; one more takes the place of that IP's oldest.
+	MaxSilentConnectionsPerSource int `mapstructure:"max_silent_connections_per_source"`
 	// TLS secures a tcp listener.
 	TLS configoptional.Optional[configtls.ServerConfig] `mapstructure:"tls"`
 
@@ -115,9 +120,16 @@ type OPAConfig struct {
 	// MaxConcurrentRequests bounds the memory of the upload bodies read and decoded at once to this many bodies of
 	// max_request_body_size.
 	MaxConcurrentRequests int `mapstructure:"max_concurrent_requests"`
-	// MaxConnections bounds the connections held at once, idle keep-alive ones included; more are closed as they
-	// come.
+	// MaxConnections bounds the connections held at once, idle keep-alive ones included. One more takes the place
+	// of a silent one (no request through to the endpoint yet, authenticated when auth is set) if there is one,
+	// else it is closed as it comes.
 	MaxConnections int `mapstructure:"max_connections"`
+	// FirstRequestTimeout closes a connection that has not had a request through to the endpoint this long after
+	// it was accepted.
+	FirstRequestTimeout time.Duration `mapstructure:"first_request_timeout"`
+	// MaxSilentConnectionsPerSource bounds the silent connections of one remote IP; one more takes the place of
+	// that IP's oldest.
+	MaxSilentConnectionsPerSource int `mapstructure:"max_silent_connections_per_source"`
 
 	// prevent unkeyed literal initialization
 	_ struct{}
@@ -171,6 +183,8 @@ func (c *NDJSONConfig) setDefaults() {
 	setDefault(&c.LineTimeout, d.LineTimeout)
 	setDefault(&c.IdleTimeout, d.IdleTimeout)
 	setDefault(&c.HandshakeTimeout, d.HandshakeTimeout)
+	setDefault(&c.FirstLineTimeout, d.FirstLineTimeout)
+	setDefault(&c.MaxSilentConnectionsPerSource, d.MaxSilentConnectionsPerSource)
 }
 
 func (o *OPAConfig) setDefaults() {
@@ -178,6 +192,8 @@ func (o *OPAConfig) setDefaults() {
 	setDefault(&o.MaxEventsPerRequest, d.MaxEventsPerRequest)
 	setDefault(&o.MaxConcurrentRequests, d.MaxConcurrentRequests)
 	setDefault(&o.MaxConnections, d.MaxConnections)
+	setDefault(&o.FirstRequestTimeout, d.FirstRequestTimeout)
+	setDefault(&o.MaxSilentConnectionsPerSource, d.MaxSilentConnectionsPerSource)
 	setDefault(&o.ServerConfig.MaxRequestBodySize, d.ServerConfig.MaxRequestBodySize)
 	setDefault(&o.ServerConfig.ReadTimeout, d.ServerConfig.ReadTimeout)
 }
@@ -239,6 +255,8 @@ func (c *Config) Validate() error {
 		errs = appendNegative(errs, prefix+"line_timeout", l.LineTimeout)
 		errs = appendNegative(errs, prefix+"idle_timeout", l.IdleTimeout)
 		errs = appendNegative(errs, prefix+"handshake_timeout", l.HandshakeTimeout)
+		errs = appendNegative(errs, prefix+"first_line_timeout", l.FirstLineTimeout)
+		errs = appendNegative(errs, prefix+"max_silent_connections_per_source", l.MaxSilentConnectionsPerSource)
 	}
 	if generic {
 		if c.Generic == (GenericMapping{}) {
@@ -300,6 +318,8 @@ func (o *OPAConfig) validate() []error {
 	errs = appendNegative(errs, "opa::max_events_per_request", o.MaxEventsPerRequest)
 	errs = appendNegative(errs, "opa::max_concurrent_requests", o.MaxConcurrentRequests)
 	errs = appendNegative(errs, "opa::max_connections", o.MaxConnections)
+	errs = appendNegative(errs, "opa::first_request_timeout", o.FirstRequestTimeout)
+	errs = appendNegative(errs, "opa::max_silent_connections_per_source", o.MaxSilentConnectionsPerSource)
 	// confighttp reads 0 as "no limit" for these; here 0 is the default, since no limit would let a trickled
 	// body hold its turn forever, or an upload decompress to confighttp's 20 MiB.
 	errs = appendNegative(errs, "opa::read_timeout", o.ServerConfig.ReadTimeout)

@@ -35,6 +35,7 @@ func TestLoadConfig(t *testing.T) {
 	tcp := defaultNDJSON()
 	tcp.Transport, tcp.Endpoint, tcp.Format, tcp.MaxLineBytes = "tcp", "127.0.0.1:9464", FormatGeneric, 65536
 	tcp.MaxConnections, tcp.LineTimeout, tcp.IdleTimeout, tcp.HandshakeTimeout = 64, 30*time.Second, time.Hour, 5*time.Second
+	tcp.FirstLineTimeout, tcp.MaxSilentConnectionsPerSource = 20*time.Second, 8
 	full.NDJSON = []NDJSONConfig{unix, tcp}
 	full.Generic = GenericMapping{ID: "event.id", Policy: "rule.name", Allowed: "verdict", Message: "reason", Source: "my-engine"}
 	opa := defaultOPA()
@@ -42,6 +43,7 @@ func TestLoadConfig(t *testing.T) {
 	opa.Path = "/opa/logs"
 	opa.ServerConfig.MaxRequestBodySize = 1 << 20
 	opa.MaxEventsPerRequest, opa.MaxConcurrentRequests, opa.MaxConnections, opa.ServerConfig.ReadTimeout = 2000, 4, 32, 30*time.Second
+	opa.FirstRequestTimeout, opa.MaxSilentConnectionsPerSource = 5*time.Second, 16
 	opa.ServerConfig.Auth = configoptional.Some(confighttp.AuthConfig{Config: configauth.Config{AuthenticatorID: component.MustNewID("bearertokenauth")}})
 	full.OPA = configoptional.Some(opa)
 	gk := defaultGatekeeperExport()
@@ -80,6 +82,8 @@ func TestLoadConfig(t *testing.T) {
 			"ndjson[1] (unix:/tmp/x.sock): line_timeout must not be negative, got -1s",
 			"ndjson[1] (unix:/tmp/x.sock): idle_timeout must not be negative, got -1s",
 			"ndjson[1] (unix:/tmp/x.sock): handshake_timeout must not be negative, got -1s",
+			"ndjson[1] (unix:/tmp/x.sock): first_line_timeout must not be negative, got -1s",
+			"ndjson[1] (unix:/tmp/x.sock): max_silent_connections_per_source must not be negative, got -1",
 			"max_batch_records must be positive, got 0",
 			"max_input_bytes must not be negative, got -1",
 			"max_batch_bytes must be at least 65536, got 1000",
@@ -91,6 +95,8 @@ func TestLoadConfig(t *testing.T) {
 			"opa::max_events_per_request must not be negative, got -1",
 			"opa::max_concurrent_requests must not be negative, got -1",
 			"opa::max_connections must not be negative, got -1",
+			"opa::first_request_timeout must not be negative, got -1s",
+			"opa::max_silent_connections_per_source must not be negative, got -1",
 			"opa::read_timeout must not be negative, got -1s",
 			"opa::max_request_body_size must not be negative, got -1",
 		}},
@@ -131,10 +137,14 @@ func TestUnsetLimitsRunWithTheirDefaults(t *testing.T) {
 	assert.Equal(t, d.LineTimeout, l.LineTimeout)
 	assert.Equal(t, d.IdleTimeout, l.IdleTimeout)
 	assert.Equal(t, d.HandshakeTimeout, l.HandshakeTimeout)
+	assert.Equal(t, d.FirstLineTimeout, l.FirstLineTimeout)
+	assert.Equal(t, d.MaxSilentConnectionsPerSource, l.MaxSilentConnectionsPerSource)
 	o, do := run.OPA.Get(), defaultOPA()
 	assert.Equal(t, do.MaxEventsPerRequest, o.MaxEventsPerRequest)
 	assert.Equal(t, do.MaxConcurrentRequests, o.MaxConcurrentRequests)
 	assert.Equal(t, do.MaxConnections, o.MaxConnections)
+	assert.Equal(t, do.FirstRequestTimeout, o.FirstRequestTimeout)
+	assert.Equal(t, do.MaxSilentConnectionsPerSource, o.MaxSilentConnectionsPerSource)
 	assert.Equal(t, do.ServerConfig.ReadTimeout, o.ServerConfig.ReadTimeout)
 	assert.Equal(t, do.ServerConfig.MaxRequestBodySize, o.ServerConfig.MaxRequestBodySize)
 	dc := createDefaultConfig().(*Config)

@@ -37,6 +37,13 @@ func defaultNDJSON() NDJSONConfig {
 		// connections give their place back.
 		IdleTimeout:      time.Hour,
 		HandshakeTimeout: 10 * time.Second,
+		// A producer that connects before it has anything to say (a forwarder started before its source) keeps
+		// its place for a minute; one that has sent a line is trusted with idle_timeout. Under pressure a silent
+		// connection gives way to a new one sooner (max_connections).
+		FirstLineTimeout: time.Minute,
+		// Over tcp: a node's producers connect from their own pod IPs; one address takes at most half the places
+		// before it has sent a line.
+		MaxSilentConnectionsPerSource: 8,
 	}
 }
 
@@ -51,8 +58,10 @@ func defaultOPA() OPAConfig {
 	// longer than this is trickled, and would hold one of the few upload turns.
 	sc.ReadHeaderTimeout = 10 * time.Second
 	sc.ReadTimeout = 15 * time.Second
+	// OPA connects to upload and sends its request at once.
 	return OPAConfig{ServerConfig: sc, Path: "/logs", MaxEventsPerRequest: 10000, MaxConcurrentRequests: 2,
-		MaxConnections: defaultOPAMaxConnections}
+		MaxConnections: defaultOPAMaxConnections, FirstRequestTimeout: 10 * time.Second,
+		MaxSilentConnectionsPerSource: defaultOPAMaxConnections / 4}
 }
 
 // defaultOPAMaxConnections: OPA keeps one connection to its service, so a node's OPAs need a few; a connection

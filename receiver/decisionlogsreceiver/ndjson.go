@@ -20,12 +20,15 @@ import (
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
+
+	"github.com/otelcol-policy/otelcol-policy/internal/connlimit"
 )
 
 // ndjsonListener accepts stream connections and reads one JSON event per line from each. Every connection is
 // read by its own goroutine and stops reading while the pipeline refuses its batch, so a slow or refused
 // producer blocks only itself. A connection holds at most a line (max_line_bytes), a read buffer and a batch
-// (max_batch_bytes), and a listener at most max_connections connections.
+// (max_batch_bytes), and a listener at most max_connections connections, those that have not sent a complete
+// line giving way to new ones (connections.go).
 type ndjsonListener struct {
 	r       *decisionsReceiver
 	cfg     *NDJSONConfig
@@ -62,13 +65,26 @@ func (r *decisionsReceiver) listen(cfg *NDJSONConfig) (*ndjsonListener, error) {
 		return nil, err
 	}
 	l.obs = obs
+	var tlsCfg *tls.Config
+	if t := cfg.TLS.Get(); t != nil {
+		if tlsCfg, err = t.LoadTLSConfig(context.Background()); err != nil {
+			return nil, fmt.Errorf("ndjson listener %s: tls: %w", cfg.name(), err)
+		}
+	}
 	if cfg.Transport == "unix" {
 		l.ln, l.sock, err = listenUnix(cfg)
 	} else {
-		l.ln, err = listenTCP(cfg)
+		l.ln, err = net.Listen("tcp", cfg.Endpoint)
 	}
 	if err != nil {
 		return nil, fmt.Errorf("ndjson listener %s: %w", cfg.name(), err)
+	}
+	// The limits see the connections before TLS: a handshake that never ends is a silent connection too.
+	l.ln = r.limitConnections(l.ln, cfg.name(), &l.limiter, connectionLimits{max: cfg.MaxConnections,
+		maxSilentPerSource: cfg.MaxSilentConnectionsPerSource, firstTimeout: cfg.FirstLineTimeout,
+		timeoutReason: "first_line_timeout"})
+	if tlsCfg != nil {
+		l.ln = tls.NewListener(l.ln, tlsCfg)
 	}
 	r.wg.Add(1)
 	go func() {
@@ -76,22 +92,6 @@ func (r *decisionsReceiver) listen(cfg *NDJSONConfig) (*ndjsonListener, error) {
 		l.accept()
 	}()
 	return l, nil
-}
-
-func listenTCP(cfg *NDJSONConfig) (net.Listener, error) {
-	ln, err := net.Listen("tcp", cfg.Endpoint)
-	if err != nil {
-		return nil, err
-	}
-	if tlsCfg := cfg.TLS.Get(); tlsCfg != nil {
-		tc, err := tlsCfg.LoadTLSConfig(context.Background())
-		if err != nil {
-			ln.Close()
-			return nil, fmt.Errorf("tls: %w", err)
-		}
-		ln = tls.NewListener(ln, tc)
-	}
-	return ln, nil
 }
 
 func (l *ndjsonListener) accept() {
@@ -111,13 +111,6 @@ func (l *ndjsonListener) accept() {
 			l.mu.Unlock()
 			c.Close()
 			return
-		}
-		if len(l.conns) >= l.cfg.MaxConnections {
-			l.mu.Unlock()
-			l.r.rejected(&l.limiter, l.cfg.name(), "too_many_connections", 1, zap.Int("max_connections", l.cfg.MaxConnections))
-			// Closed at once: the producer sees its connection end and can retry.
-			c.Close()
-			continue
 		}
 		l.conns[c] = struct{}{}
 		l.mu.Unlock()
@@ -165,9 +158,14 @@ func (l *ndjsonListener) serve(c net.Conn) {
 	var b batch
 	var lines arena
 	lineNo := 0
+	proved := false
 	for {
 		dc.nextLine(br.Buffered())
 		line, tooLong, err := readLine(br, l.cfg.MaxLineBytes, &lines)
+		if err == nil && !proved {
+			// A complete line: a producer, whose connection keeps its place when the listener is full.
+			proved = connlimit.ProveConn(c)
+		}
 		switch {
 		case errors.Is(err, os.ErrDeadlineExceeded):
 			// What arrived of the line is dropped: it is no event.
@@ -208,7 +206,8 @@ func (l *ndjsonListener) handshake(tc *tls.Conn) bool {
 	ctx, cancel := context.WithTimeout(l.r.stopping, l.cfg.HandshakeTimeout)
 	defer cancel()
 	if err := tc.HandshakeContext(ctx); err != nil {
-		if l.r.stopping.Err() == nil {
+		// A connection the limits closed is counted by them.
+		if l.r.stopping.Err() == nil && !connlimit.ClosedByLimit(tc.NetConn()) {
 			l.r.rejected(&l.limiter, l.cfg.name(), "tls_handshake", 1, zap.Error(err))
 		}
 		return false

@@ -75,12 +75,16 @@ func TestNDJSONConnectionsOverMaxConnectionsAreClosed(t *testing.T) {
 	tr := startReceiver(t, cfg)
 	listener := "unix:" + path
 
-	// Two connections that hold half a line each, as an attacker would, take the listener's places.
+	// Two producers that sent a line, then hold half a line each, take the listener's places: they are not
+	// silent, so a new connection finds none to give way.
 	held := []net.Conn{dialUnix(t, path), dialUnix(t, path)}
+	for i, c := range held {
+		write(t, c, gatekeeperLine(i)+"\n")
+	}
+	tr.waitDecisions(2, 5*time.Second)
 	for _, c := range held {
 		write(t, c, `{"eventType":"violation_adm`)
 	}
-	tr.waitConnections(2)
 
 	extra := dialUnix(t, path)
 	waitClosed(t, extra)
@@ -89,8 +93,9 @@ func TestNDJSONConnectionsOverMaxConnectionsAreClosed(t *testing.T) {
 	require.NoError(t, held[0].Close())
 	tr.waitConnections(1)
 	c := dialUnix(t, path)
-	write(t, c, gatekeeperLine(1)+"\n")
-	assert.Equal(t, "ns-1", tr.waitDecisions(1, 5*time.Second)[0].Resource.Name, "a place freed is taken")
+	write(t, c, gatekeeperLine(2)+"\n")
+	assert.Equal(t, "ns-2", tr.waitDecisions(3, 5*time.Second)[2].Resource.Name, "a place freed is taken")
+	assert.Zero(t, tr.rejectedCount(listener, "evicted"))
 }
 
 func TestNDJSONLineTimeoutClosesAConnectionThatHoldsHalfALine(t *testing.T) {

@@ -49,14 +49,16 @@ func (r *decisionsReceiver) startOPA(ctx context.Context, host component.Host, c
 	if err != nil {
 		return fmt.Errorf("opa endpoint: %w", err)
 	}
-	ln = connlimit.Listener(ln, cfg.MaxConnections, func() {
-		r.rejected(&e.limiter, opaListener, "too_many_connections", 1, zap.Int("max_connections", cfg.MaxConnections))
-	})
+	ln = r.limitConnections(ln, opaListener, &e.limiter, connectionLimits{max: cfg.MaxConnections,
+		maxSilentPerSource: cfg.MaxSilentConnectionsPerSource, firstTimeout: cfg.FirstRequestTimeout,
+		timeoutReason: "first_request_timeout"})
 	srv, err := cfg.ServerConfig.ToServer(ctx, host.GetExtensions(), r.set.TelemetrySettings, mux)
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("opa endpoint: %w", err)
 	}
+	// handle proves a request's connection through its context.
+	srv.ConnContext = connlimit.WithConn
 	r.server = srv
 	r.wg.Add(1)
 	go func() {
@@ -69,6 +71,8 @@ func (r *decisionsReceiver) startOPA(ctx context.Context, host component.Host, c
 }
 
 func (e *opaEndpoint) handle(w http.ResponseWriter, req *http.Request) {
+	// Through auth, when it is set: the connection is a producer's, and keeps its place when the endpoint is full.
+	connlimit.Prove(req.Context())
 	if req.Method != http.MethodPost {
 		w.Header().Set("Allow", http.MethodPost)
 		http.Error(w, "decision logs are POSTed", http.StatusMethodNotAllowed)

@@ -21,31 +21,14 @@ import (
 	"go.opentelemetry.io/collector/extension/extensiontest"
 
 	"github.com/otelcol-policy/otelcol-policy/internal/statustest"
-	"github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver/internal/metadatatest"
 )
 
 // TestOPAEndpointWithBearerTokenAuth: the endpoint authenticates through the bearertokenauth extension, as
 // configured with `auth: {authenticator: bearertokenauth}`.
 func TestOPAEndpointWithBearerTokenAuth(t *testing.T) {
-	f := bearertokenauthextension.NewFactory()
-	acfg := f.CreateDefaultConfig().(*bearertokenauthextension.Config)
-	acfg.BearerToken = configopaque.String("s3cret-token")
-	authID := component.MustNewID("bearertokenauth")
-	auth, err := f.Create(context.Background(), extensiontest.NewNopSettings(f.Type()), acfg)
-	require.NoError(t, err)
-	require.NoError(t, auth.Start(context.Background(), componenttest.NewNopHost()))
-	defer func() { require.NoError(t, auth.Shutdown(context.Background())) }()
-
 	cfg := opaConfig(t)
-	cfg.OPA.Get().ServerConfig.Auth = configoptional.Some(confighttp.AuthConfig{Config: configauth.Config{AuthenticatorID: authID}})
-	sink := &refusingSink{}
-	rcv, err := newReceiver(cfg, metadatatest.NewSettings(componenttest.NewTelemetry()), sink)
-	require.NoError(t, err)
-	require.NoError(t, rcv.Start(context.Background(), statustest.NewHost(map[component.ID]component.Component{authID: auth})))
-	defer func() {
-		require.NoError(t, rcv.Shutdown(context.Background()))
-		http.DefaultClient.CloseIdleConnections()
-	}()
+	tr := startReceiverWithBearerAuth(t, cfg, "s3cret-token")
+	sink := tr.sink
 	url := "http://" + cfg.OPA.Get().ServerConfig.NetAddr.Endpoint + "/logs"
 
 	send := func(token string) int {
@@ -64,4 +47,21 @@ func TestOPAEndpointWithBearerTokenAuth(t *testing.T) {
 	assert.Zero(t, sink.LogRecordCount(), "nothing from unauthenticated clients")
 	assert.Equal(t, http.StatusOK, send("s3cret-token"))
 	require.Eventually(t, func() bool { return sink.LogRecordCount() == 1 }, 5*time.Second, 20*time.Millisecond)
+}
+
+// startReceiverWithBearerAuth starts the receiver of cfg with its OPA endpoint behind the bearertokenauth
+// extension, which accepts token.
+func startReceiverWithBearerAuth(t *testing.T, cfg *Config, token string) *testReceiver {
+	t.Helper()
+	f := bearertokenauthextension.NewFactory()
+	acfg := f.CreateDefaultConfig().(*bearertokenauthextension.Config)
+	acfg.BearerToken = configopaque.String(token)
+	authID := component.MustNewID("bearertokenauth")
+	auth, err := f.Create(context.Background(), extensiontest.NewNopSettings(f.Type()), acfg)
+	require.NoError(t, err)
+	require.NoError(t, auth.Start(context.Background(), componenttest.NewNopHost()))
+	t.Cleanup(func() { require.NoError(t, auth.Shutdown(context.Background())) })
+
+	cfg.OPA.Get().ServerConfig.Auth = configoptional.Some(confighttp.AuthConfig{Config: configauth.Config{AuthenticatorID: authID}})
+	return startReceiverOn(t, cfg, statustest.NewHost(map[component.ID]component.Component{authID: auth}))
 }

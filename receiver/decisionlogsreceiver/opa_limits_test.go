@@ -227,9 +227,24 @@ func TestBodyPoolReservesBeforeTheBodyGrows(t *testing.T) {
 	assert.Zero(t, p.held.Load())
 }
 
-// TestOPAConnectionsBeyondTheLimitAreClosed: idle connections (the cheapest flood: a goroutine and buffers each,
-// until read_header_timeout) beyond opa::max_connections are closed as they come and counted; uploads go on
-// over the connections held, and over a new one once a place is free.
+// postOn uploads body over the connection c, with token when not empty, and returns the answer's status.
+func postOn(t *testing.T, c net.Conn, body []byte, token string) int {
+	t.Helper()
+	auth := ""
+	if token != "" {
+		auth = "Authorization: Bearer " + token + "\r\n"
+	}
+	_, err := fmt.Fprintf(c, "POST /logs HTTP/1.1\r\nHost: opa\r\nContent-Type: application/json\r\n%sContent-Length: %d\r\n\r\n%s", auth, len(body), body)
+	require.NoError(t, err)
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	require.NoError(t, err)
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+// TestOPAConnectionsBeyondTheLimitAreClosed: beyond opa::max_connections of connections that uploaded (keep-alive
+// ones, each a goroutine and buffers until the idle timeout), one more is closed as it comes and counted;
+// uploads go on over the connections held, and over a new one once a place is free.
 func TestOPAConnectionsBeyondTheLimitAreClosed(t *testing.T) {
 	cfg := opaConfig(t)
 	cfg.OPA.Get().MaxConnections = 3
@@ -237,10 +252,11 @@ func TestOPAConnectionsBeyondTheLimitAreClosed(t *testing.T) {
 	addr := cfg.OPA.Get().ServerConfig.NetAddr.Endpoint
 
 	var idle []net.Conn
-	for range 3 {
+	for i := range 3 {
 		c, err := net.Dial("tcp", addr)
 		require.NoError(t, err)
 		defer c.Close()
+		require.Equal(t, http.StatusOK, postOn(t, c, upload(fmt.Sprintf("first-%d", i), 1), ""))
 		idle = append(idle, c)
 	}
 	extra, err := net.Dial("tcp", addr)
@@ -252,13 +268,7 @@ func TestOPAConnectionsBeyondTheLimitAreClosed(t *testing.T) {
 	require.Eventually(t, func() bool { return tr.rejectedCount("opa", "too_many_connections") == 1 }, 5*time.Second, 10*time.Millisecond)
 
 	// One of the held connections uploads.
-	body := upload("held", 2)
-	_, err = fmt.Fprintf(idle[0], "POST /logs HTTP/1.1\r\nHost: opa\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n%s", len(body), body)
-	require.NoError(t, err)
-	resp, err := http.ReadResponse(bufio.NewReader(idle[0]), nil)
-	require.NoError(t, err)
-	resp.Body.Close()
-	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, http.StatusOK, postOn(t, idle[0], upload("held", 2), ""))
 
 	// A closed one frees its place for a new client.
 	require.NoError(t, idle[1].Close())
@@ -270,5 +280,6 @@ func TestOPAConnectionsBeyondTheLimitAreClosed(t *testing.T) {
 		resp.Body.Close()
 		return resp.StatusCode == http.StatusOK
 	}, 5*time.Second, 20*time.Millisecond)
-	tr.waitDecisions(3, 5*time.Second)
+	tr.waitDecisions(6, 5*time.Second)
+	assert.Zero(t, tr.rejectedCount("opa", "evicted"))
 }

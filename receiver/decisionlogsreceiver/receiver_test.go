@@ -20,6 +20,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componenttest"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/pdata/pcommon"
@@ -71,11 +72,17 @@ type testReceiver struct {
 
 func startReceiver(t *testing.T, cfg *Config) *testReceiver {
 	t.Helper()
+	return startReceiverOn(t, cfg, componenttest.NewNopHost())
+}
+
+// startReceiverOn starts the receiver with host's extensions.
+func startReceiverOn(t *testing.T, cfg *Config, host component.Host) *testReceiver {
+	t.Helper()
 	require.NoError(t, cfg.Validate())
 	tr := &testReceiver{t: t, sink: &refusingSink{}, telemetry: componenttest.NewTelemetry()}
 	rcv, err := newReceiver(cfg, metadatatest.NewSettings(tr.telemetry), tr.sink)
 	require.NoError(t, err)
-	require.NoError(t, rcv.Start(context.Background(), componenttest.NewNopHost()))
+	require.NoError(t, rcv.Start(context.Background(), host))
 	tr.rcv = rcv
 	t.Cleanup(func() {
 		require.NoError(t, rcv.Shutdown(context.Background()))
@@ -206,7 +213,8 @@ func TestNDJSONOverTCPManyConnectionsAndAStalledOne(t *testing.T) {
 	l := defaultNDJSON()
 	l.Transport, l.Endpoint = "tcp", "127.0.0.1:0"
 	const conns, perConn = 200, 25
-	l.MaxConnections = conns + 1
+	// All from one address, all at once: none is evicted for another.
+	l.MaxConnections, l.MaxSilentConnectionsPerSource = conns+1, conns+1
 	cfg.NDJSON = []NDJSONConfig{l}
 	tr := startReceiver(t, cfg)
 	addr := tr.rcv.listeners[0].ln.Addr().String()

@@ -37,16 +37,26 @@ const rejectedMetric = "otelcol_receiver_decision_logs_rejected"
 
 // The receiver's defaults that the attacks run into.
 const (
-	defaultMaxBodyBytes      = 8 << 20
-	defaultMaxConnections    = 16
-	defaultOPAMaxConnections = 256
-	defaultReadHeaderTimeout = 10 * time.Second
-	defaultLineTimeout       = 10 * time.Second
-	defaultReadTimeout       = 15 * time.Second
-	defaultHandshakeTimeout  = 10 * time.Second
+	defaultMaxBodyBytes   = 8 << 20
+	defaultMaxConnections = 16
+	// defaultMaxSilentPerSource is ndjson[]::max_silent_connections_per_source: over TCP, the connections from
+	// one address that have not sent a complete line yet.
+	defaultMaxSilentPerSource = 8
+	defaultOPAMaxConnections  = 256
+	defaultReadHeaderTimeout  = 10 * time.Second
+	defaultLineTimeout        = 10 * time.Second
+	defaultReadTimeout        = 15 * time.Second
+	defaultHandshakeTimeout   = 10 * time.Second
 	// cutOffMargin is how much later than its timeout a connection may be closed on a loaded machine.
 	cutOffMargin = 15 * time.Second
 )
+
+// closedOnArrival reads the connections closed because the listener was full: refused (too_many_connections)
+// or, since issue 29, silent ones evicted for a newer one (evicted).
+func (tg *Target) closedOnArrival() float64 {
+	c := tg.counted("too_many_connections", "evicted")
+	return c["too_many_connections"] + c["evicted"]
+}
 
 // counted reads the rejections of the given reasons.
 func (tg *Target) counted(reasons ...string) map[string]float64 {
@@ -359,11 +369,11 @@ func TestDecisionLogsHeldLines(t *testing.T) {
 		var kept int
 		r := tg.Attack("ndjson-held-lines", func() map[string]float64 {
 			kept = tg.holdConnections(t, n, tg.dialSocket, line, defaultLineTimeout+cutOffMargin)
-			return tg.counted("too_many_connections", "line_timeout")
+			return tg.counted("too_many_connections", "evicted", "line_timeout")
 		})
 		t.Logf("%d connections: %d kept until line_timeout", n, kept)
 		assert.LessOrEqual(t, kept, defaultMaxConnections)
-		assert.GreaterOrEqual(t, r.Counted["too_many_connections"], float64(n-defaultMaxConnections))
+		assert.GreaterOrEqual(t, r.Counted["too_many_connections"]+r.Counted["evicted"], float64(n-defaultMaxConnections))
 		assert.GreaterOrEqual(t, r.Counted["line_timeout"], float64(kept))
 		tg.streamDecision(t, "stream-after-held-lines", tg.dialSocket)
 	})
@@ -384,7 +394,7 @@ func TestDecisionLogsIdleConnections(t *testing.T) {
 		}
 		// The refused ones are closed at once: wait until the collector counted them all.
 		tg.WaitBounded(30*time.Second, func() error {
-			if got := tg.counted("too_many_connections")["too_many_connections"]; got < float64(n-defaultMaxConnections) {
+			if got := tg.closedOnArrival(); got < float64(n-defaultMaxConnections) {
 				return fmt.Errorf("%.0f connections refused", got)
 			}
 			return nil
@@ -393,9 +403,9 @@ func TestDecisionLogsIdleConnections(t *testing.T) {
 		for _, c := range conns {
 			c.Close()
 		}
-		return tg.counted("too_many_connections")
+		return tg.counted("too_many_connections", "evicted")
 	})
-	assert.Equal(t, float64(n-defaultMaxConnections), r.Counted["too_many_connections"])
+	assert.Equal(t, float64(n-defaultMaxConnections), r.Counted["too_many_connections"]+r.Counted["evicted"])
 	tg.streamDecision(t, "stream-after-idle-connections", tg.dialSocket)
 }
 
@@ -414,7 +424,7 @@ func TestDecisionLogsOPAIdleConnections(t *testing.T) {
 			conns = append(conns, c)
 		}
 		tg.WaitBounded(30*time.Second, func() error {
-			if got := tg.counted("too_many_connections")["too_many_connections"]; got < float64(n-defaultOPAMaxConnections) {
+			if got := tg.closedOnArrival(); got < float64(n-defaultOPAMaxConnections) {
 				return fmt.Errorf("%.0f connections refused", got)
 			}
 			return nil
@@ -427,9 +437,9 @@ func TestDecisionLogsOPAIdleConnections(t *testing.T) {
 			require.ErrorIs(t, err, io.EOF, "every idle connection is closed by the collector")
 			c.Close()
 		}
-		return tg.counted("too_many_connections")
+		return tg.counted("too_many_connections", "evicted")
 	})
-	assert.GreaterOrEqual(t, r.Counted["too_many_connections"], float64(n-defaultOPAMaxConnections))
+	assert.GreaterOrEqual(t, r.Counted["too_many_connections"]+r.Counted["evicted"], float64(n-defaultOPAMaxConnections))
 }
 
 // TestDecisionLogsLongLinesOnOneStream: 20 lines of 1 MiB on one stream took the collector to 482 MiB, each
@@ -494,11 +504,13 @@ receivers:
 	var kept int
 	r := tg.Attack("ndjson-tls-handshake", func() map[string]float64 {
 		kept = tg.holdConnections(t, n, dial, nil, defaultHandshakeTimeout+cutOffMargin)
-		return tg.counted("tls_handshake", "too_many_connections")
+		return tg.counted("tls_handshake", "too_many_connections", "evicted")
 	})
 	t.Logf("%d connections: %d kept until handshake_timeout", n, kept)
-	assert.Equal(t, float64(min(n, defaultMaxConnections)), r.Counted["tls_handshake"])
-	assert.Equal(t, float64(max(n-defaultMaxConnections, 0)), r.Counted["too_many_connections"])
+	// All from one address: it keeps max_silent_connections_per_source of them, each more evicting its oldest.
+	held := min(n, defaultMaxConnections, defaultMaxSilentPerSource)
+	assert.Equal(t, float64(held), r.Counted["tls_handshake"])
+	assert.Equal(t, float64(n-held), r.Counted["too_many_connections"]+r.Counted["evicted"])
 	tg.streamDecision(t, "tls-after-handshake-attack", func() (net.Conn, error) {
 		return tls.Dial("tcp", addr, certs.ClientTLS(t, false))
 	})

@@ -87,10 +87,16 @@ has no API access by default). */}}
 {{- end }}
 
 {{- define "otelcol-policy.image" -}}
-{{- if .Values.image.digest }}
-{{- printf "%s@%s" .Values.image.repository .Values.image.digest }}
+{{- include "otelcol-policy.imageRef" (dict "image" .Values.image "defaultTag" .Chart.AppVersion) }}
+{{- end }}
+
+{{/* An image reference of {repository, tag, digest}: repository@digest when the digest is set (the schema
+allows only sha256:<64 hex>), else repository:tag (defaultTag when tag is empty). */}}
+{{- define "otelcol-policy.imageRef" -}}
+{{- if .image.digest }}
+{{- printf "%s@%s" .image.repository .image.digest }}
 {{- else }}
-{{- printf "%s:%s" .Values.image.repository (.Values.image.tag | default .Chart.AppVersion) }}
+{{- printf "%s:%s" .image.repository (.image.tag | default .defaultTag) }}
 {{- end }}
 {{- end }}
 
@@ -100,6 +106,9 @@ has no API access by default). */}}
 {{- end }}
 {{- if and (eq (include "otelcol-policy.reportWatcher" .) "true") (gt (int .Values.replicaCount) 1) (not .Values.leaderElection.enabled) }}
 {{- fail "replicaCount > 1 needs leaderElection.enabled=true: every replica would send every record (values-ha.yaml)" }}
+{{- end }}
+{{- if and .Values.podMonitor.enabled .Values.networkPolicy.enabled (not .Values.networkPolicy.metricsFrom) }}
+{{- fail "podMonitor.enabled needs networkPolicy.metricsFrom: the NetworkPolicy admits nobody to the metrics port until it names your Prometheus' pods (or set networkPolicy.enabled=false)" }}
 {{- end }}
 {{- end }}
 
