@@ -22,9 +22,6 @@ import (
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
-	appsv1 "k8s.io/api/apps/v1"
-	corev1 "k8s.io/api/core/v1"
-	"sigs.k8s.io/yaml"
 
 	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
 	"github.com/otelcol-policy/otelcol-policy/internal/filestoragetest"
@@ -68,25 +65,8 @@ receivers:
 // its container would: the environment, GOMEMLIMIT and memory limit of audit-sidecar.yaml, OTLP_ENDPOINT
 // pointing at a sink, the export and state volumes in the test's directory, and the overlays extra.
 func StartGatekeeperSidecar(t *testing.T, extra ...string) *Target {
-	k8s := filepath.Join(distDir(t), "kubernetes", "gatekeeper-sidecar")
-	var cm corev1.ConfigMap
-	b, err := os.ReadFile(filepath.Join(k8s, "configmap.yaml"))
-	require.NoError(t, err)
-	require.NoError(t, yaml.Unmarshal(b, &cm))
-	config := cm.Data["config.yaml"]
-	var dep appsv1.Deployment
-	b, err = os.ReadFile(filepath.Join(k8s, "audit-sidecar.yaml"))
-	require.NoError(t, err)
-	require.NoError(t, yaml.Unmarshal(b, &dep))
-	var c corev1.Container
-	for _, cc := range dep.Spec.Template.Spec.Containers {
-		if cc.Name == "otelcol-policy" {
-			c = cc
-		}
-	}
-	limit := c.Resources.Limits.Memory()
-	require.False(t, limit.IsZero(), "the sidecar has a memory limit")
-	limitMiB := float64(limit.Value()) / mib
+	sp := shippedPod(t, "gatekeeper-sidecar", "audit-sidecar.yaml")
+	config := sp.config
 
 	dir := t.TempDir()
 	p := ports{Health: collectortest.FreePort(t), Metrics: collectortest.FreePort(t)}
@@ -101,27 +81,13 @@ func StartGatekeeperSidecar(t *testing.T, extra ...string) *Target {
 		require.Contains(t, config, sidecarPaths[i], "the sidecar config names %s", sidecarPaths[i])
 		config = strings.ReplaceAll(config, sidecarPaths[i], replacements[sidecarPaths[i+1]])
 	}
-	configs := []string{
-		writeFile(t, filepath.Join(dir, "config.yaml"), config),
-		writeFile(t, filepath.Join(dir, "limits.yaml"), fmt.Sprintf(`
-processors:
-  memory_limiter:
-    limit_percentage: 0
-    spike_limit_percentage: 0
-    limit_mib: %d
-    spike_limit_mib: %d
-service:
-  telemetry:
-%s`, int(limitMiB*0.8), int(limitMiB*0.2), collectortest.MetricsTelemetry(p.Metrics))),
-	}
+	configs := sp.configs(t, dir, config, p.Metrics)
 	for i, e := range extra {
 		configs = append(configs, writeFile(t, filepath.Join(dir, fmt.Sprintf("extra-%d.yaml", i)), e))
 	}
-	envs := []string{"KUBECONFIG=" + filepath.Join(dir, "no-kubeconfig"), "CLUSTER_NAME=hostile", "OTLP_ENDPOINT=" + sink.URL}
-	for _, e := range c.Env {
-		envs = append(envs, e.Name+"="+e.Value)
-	}
-	tg := &Target{t: t, Dir: dir, Config: "gatekeeper-sidecar", Ports: p, BoundMiB: limitMiB, Sink: sink,
+	envs := append([]string{"KUBECONFIG=" + filepath.Join(dir, "no-kubeconfig"), "CLUSTER_NAME=hostile",
+		"OTLP_ENDPOINT=" + sink.URL}, sp.env...)
+	tg := &Target{t: t, Dir: dir, Config: "gatekeeper-sidecar", Ports: p, BoundMiB: sp.limitMiB, Sink: sink,
 		configs: configs, env: envs}
 	tg.start()
 	return tg

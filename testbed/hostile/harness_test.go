@@ -24,7 +24,6 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
-	appsv1 "k8s.io/api/apps/v1"
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
@@ -116,32 +115,72 @@ var daemonSetPaths = []string{
 	"/var/run/secrets/otelcol-policy/opa-token/token", "token",
 }
 
+// shipped is what a mode of kubernetes/ ships for the collector: the config of its configmap.yaml, and the
+// memory limit (in MiB) and environment of the otelcol-policy container of its workload.
+type shipped struct {
+	config   string
+	limitMiB float64
+	env      []string
+}
+
+// shippedPod reads the shipped config of mode and its container in workloadFile (a DaemonSet or Deployment).
+func shippedPod(t *testing.T, mode, workloadFile string) shipped {
+	k8s := filepath.Join(distDir(t), "kubernetes", mode)
+	var cm corev1.ConfigMap
+	b, err := os.ReadFile(filepath.Join(k8s, "configmap.yaml"))
+	require.NoError(t, err)
+	require.NoError(t, yaml.Unmarshal(b, &cm))
+	var workload struct {
+		Spec struct {
+			Template corev1.PodTemplateSpec `json:"template"`
+		} `json:"spec"`
+	}
+	b, err = os.ReadFile(filepath.Join(k8s, workloadFile))
+	require.NoError(t, err)
+	require.NoError(t, yaml.Unmarshal(b, &workload))
+	for _, c := range workload.Spec.Template.Spec.Containers {
+		if c.Name != "otelcol-policy" {
+			continue
+		}
+		limit := c.Resources.Limits.Memory()
+		require.False(t, limit.IsZero(), "%s: the otelcol-policy container has a memory limit", workloadFile)
+		sp := shipped{config: cm.Data["config.yaml"], limitMiB: float64(limit.Value()) / mib}
+		for _, e := range c.Env {
+			sp.env = append(sp.env, e.Name+"="+e.Value)
+		}
+		return sp
+	}
+	t.Fatalf("%s has no otelcol-policy container", workloadFile)
+	return shipped{}
+}
+
+// configs writes config (the shipped one with the test's paths and ports) into dir, and an overlay that gives
+// memory_limiter the container's limit in MiB (its percentages are of a cgroup's limit, which a process outside
+// one cannot see) and exposes the self-metrics on metricsPort.
+func (sp shipped) configs(t *testing.T, dir, config string, metricsPort int) []string {
+	return []string{
+		writeFile(t, filepath.Join(dir, "config.yaml"), config),
+		writeFile(t, filepath.Join(dir, "limits.yaml"), fmt.Sprintf(`
+processors:
+  memory_limiter:
+    limit_percentage: 0
+    spike_limit_percentage: 0
+    limit_mib: %d
+    spike_limit_mib: %d
+service:
+  telemetry:
+%s`, int(sp.limitMiB*0.8), int(sp.limitMiB*0.2), collectortest.MetricsTelemetry(metricsPort))),
+	}
+}
+
 // StartDaemonSet runs the DaemonSet's config (kubernetes/daemonset/configmap.yaml) as its pod would: its
 // environment, GOMEMLIMIT and memory limit from daemonset.yaml, the bearer token of the OPA endpoint in the file
 // the Secret would mount, and OTLP_ENDPOINT pointing at a sink. The memory_limiter's percentages are of the
 // container's memory limit, which a process outside a cgroup cannot see: the overlay gives it the same figures
 // in MiB.
 func StartDaemonSet(t *testing.T, extra string, env ...string) *Target {
-	k8s := filepath.Join(distDir(t), "kubernetes", "daemonset")
-	var cm corev1.ConfigMap
-	b, err := os.ReadFile(filepath.Join(k8s, "configmap.yaml"))
-	require.NoError(t, err)
-	require.NoError(t, yaml.Unmarshal(b, &cm))
-	config := cm.Data["config.yaml"]
-
-	var ds appsv1.DaemonSet
-	b, err = os.ReadFile(filepath.Join(k8s, "daemonset.yaml"))
-	require.NoError(t, err)
-	require.NoError(t, yaml.Unmarshal(b, &ds))
-	var c corev1.Container
-	for _, cc := range ds.Spec.Template.Spec.Containers {
-		if cc.Name == "otelcol-policy" {
-			c = cc
-		}
-	}
-	limit := c.Resources.Limits.Memory()
-	require.False(t, limit.IsZero(), "the DaemonSet's container has a memory limit")
-	limitMiB := float64(limit.Value()) / mib
+	sp := shippedPod(t, "daemonset", "daemonset.yaml")
+	config := sp.config
 
 	dir := t.TempDir()
 	p := ports{Health: collectortest.FreePort(t), OPA: collectortest.FreePort(t), Metrics: collectortest.FreePort(t)}
@@ -160,27 +199,13 @@ func StartDaemonSet(t *testing.T, extra string, env ...string) *Target {
 		require.Contains(t, config, daemonSetPaths[i], "the DaemonSet config names %s", daemonSetPaths[i])
 		config = strings.ReplaceAll(config, daemonSetPaths[i], replacements[daemonSetPaths[i+1]])
 	}
-	configs := []string{
-		writeFile(t, filepath.Join(dir, "config.yaml"), config),
-		writeFile(t, filepath.Join(dir, "limits.yaml"), fmt.Sprintf(`
-processors:
-  memory_limiter:
-    limit_percentage: 0
-    spike_limit_percentage: 0
-    limit_mib: %d
-    spike_limit_mib: %d
-service:
-  telemetry:
-%s`, int(limitMiB*0.8), int(limitMiB*0.2), collectortest.MetricsTelemetry(p.Metrics))),
-	}
+	configs := sp.configs(t, dir, config, p.Metrics)
 	if extra != "" {
 		configs = append(configs, writeFile(t, filepath.Join(dir, "extra.yaml"), extra))
 	}
-	envs := []string{"KUBECONFIG=" + filepath.Join(dir, "no-kubeconfig"), "CLUSTER_NAME=hostile", "OTLP_ENDPOINT=" + sink.URL}
-	for _, e := range c.Env {
-		envs = append(envs, e.Name+"="+e.Value)
-	}
-	tg := &Target{t: t, Dir: dir, Config: "daemonset", Ports: p, BoundMiB: limitMiB, Token: token, Sink: sink,
+	envs := append([]string{"KUBECONFIG=" + filepath.Join(dir, "no-kubeconfig"), "CLUSTER_NAME=hostile",
+		"OTLP_ENDPOINT=" + sink.URL}, sp.env...)
+	tg := &Target{t: t, Dir: dir, Config: "daemonset", Ports: p, BoundMiB: sp.limitMiB, Token: token, Sink: sink,
 		configs: configs, env: append(envs, env...)}
 	tg.start()
 	return tg
