@@ -44,7 +44,7 @@ func closedAfter(t *testing.T, conn net.Conn, r io.Reader, opened time.Time) tim
 func TestServeClosesIdleAndExcessConnections(t *testing.T) {
 	dir := t.TempDir()
 	tokenFile := filepath.Join(dir, "tokens")
-	require.NoError(t, os.WriteFile(tokenFile, []byte("secret\n"), 0o600))
+	require.NoError(t, os.WriteFile(tokenFile, []byte(collectorToken+"\n"), 0o600))
 	ports, err := freeport.Ports(2)
 	require.NoError(t, err)
 	addr, httpAddr := "127.0.0.1:"+strconv.Itoa(ports[0]), "127.0.0.1:"+strconv.Itoa(ports[1])
@@ -72,7 +72,7 @@ func TestServeClosesIdleAndExcessConnections(t *testing.T) {
 
 	silent, silentOpened := dial(httpAddr)
 	idle, _ := dial(httpAddr)
-	_, err = io.WriteString(idle, "GET /v1/fleet HTTP/1.1\r\nHost: results\r\nAuthorization: Bearer secret\r\n\r\n")
+	_, err = io.WriteString(idle, "GET /v1/fleet HTTP/1.1\r\nHost: results\r\nAuthorization: Bearer "+collectorToken+"\r\n\r\n")
 	require.NoError(t, err)
 	idleReader := bufio.NewReader(idle)
 	resp, err := http.ReadResponse(idleReader, nil)
@@ -94,7 +94,7 @@ func TestServeClosesIdleAndExcessConnections(t *testing.T) {
 
 	req, err := http.NewRequest(http.MethodGet, "http://"+httpAddr+"/metrics", nil)
 	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer secret")
+	req.Header.Set("Authorization", "Bearer "+collectorToken)
 	hresp, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
 	body, err := io.ReadAll(hresp.Body)

@@ -24,9 +24,9 @@ var errUnauthenticated = status.Error(codes.Unauthenticated, "missing or invalid
 // which runs only after the request was read and decoded. (A stream interceptor could check before RecvMsg,
 // but only once gRPC has started a handler for the call and given it a stream.)
 //
-// It also gives every call its deadline, Limits.RequestTimeout.
+// It also gives every call its deadline, Limits.RequestTimeout, and admits it to the ingest budget (see admit).
 //
-// gRPC calls it with the connection's lock held: it does nothing but compare tokens and start a timer.
+// gRPC calls it with the connection's lock held: it does nothing but compare tokens, start a timer and count.
 func (s *Server) tapCall(ctx context.Context, info *tap.Info) (context.Context, error) {
 	if len(s.tokens) > 0 && !s.authorized(info.Header.Get("authorization")) {
 		s.metrics.grpcUnauthenticated.Add(1)
@@ -42,7 +42,7 @@ func (s *Server) tapCall(ctx context.Context, info *tap.Info) (context.Context, 
 	// The stream's context is the parent: when the call ends, gRPC cancels it, which stops this timer.
 	ctx, cancel := context.WithTimeout(ctx, s.limits.RequestTimeout) //nolint:gosec // G118: cancelled with the stream, above
 	_ = cancel
-	return ctx, nil
+	return s.admit(ctx, info)
 }
 
 // authorized accepts exactly one "authorization" value, "Bearer <token>" with a configured token. The same

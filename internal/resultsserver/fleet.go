@@ -9,7 +9,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"time"
 
@@ -174,7 +173,7 @@ type Vulnerability struct {
 
 // FleetView is the current state of the results a filter selects: resolved results are left out everywhere.
 type FleetView struct {
-	// Clusters are sorted by name, Policies by cluster, source and policy.
+	// Clusters are sorted by name, Policies by cluster, source and policy (names by their bytes).
 	Clusters []ClusterCounts `json:"clusters"`
 	Policies []PolicyCounts  `json:"policies"`
 	// Failing are the results with outcome fail or error (an error is a policy that could not be evaluated,
@@ -189,7 +188,7 @@ func (s *Server) Fleet(ctx context.Context, f Filter) (FleetView, error) {
 	if err := f.Validate(); err != nil {
 		return FleetView{}, err
 	}
-	v, err := s.store.counts(ctx, f)
+	v, _, err := s.store.counts(ctx, f, 0)
 	if err != nil {
 		return FleetView{}, err
 	}
@@ -236,51 +235,42 @@ func (f Filter) where(d dialect) (string, []any) {
 
 var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
-func (s *store) counts(ctx context.Context, f Filter) (FleetView, error) {
-	groups, err := s.currentGroups(ctx, f)
-	if err != nil {
-		return FleetView{}, err
+// counts counts the filter's results per cluster and per cluster, source and policy, sorted by name (by their
+// bytes, in both databases), at most limit of each (0: all); truncated says that limit left some out.
+func (s *store) counts(ctx context.Context, f Filter, limit int) (v FleetView, truncated bool, err error) {
+	where, args := f.where(s.d)
+	var cut string
+	if limit > 0 {
+		cut = fmt.Sprintf(" LIMIT %d", limit+1)
 	}
-	clusters := map[string]*ClusterCounts{}
-	policies := map[[3]string]*PolicyCounts{}
-	for _, g := range groups {
-		c := clusters[g.cluster]
-		if c == nil {
-			c = &ClusterCounts{Cluster: g.cluster}
-			clusters[g.cluster] = c
-		}
-		c.add(g.outcome, g.n)
-		k := [3]string{g.cluster, g.source, g.policy}
-		p := policies[k]
-		if p == nil {
-			p = &PolicyCounts{Cluster: g.cluster, Source: g.source, Policy: g.policy}
-			policies[k] = p
-		}
-		p.add(g.outcome, g.n)
+	v = FleetView{Clusters: []ClusterCounts{}, Policies: []PolicyCounts{}}
+	//nolint:gosec // G202: where joins fixed column names and numbered placeholders; values are arguments
+	if err := s.scanRows(ctx, `SELECT cluster, `+countsSQL+` FROM results`+where+` GROUP BY cluster ORDER BY cluster`+
+		s.d.byteOrder+cut, args, func(rows *sql.Rows) error {
+		var c ClusterCounts
+		v.Clusters = append(v.Clusters, c)
+		last := &v.Clusters[len(v.Clusters)-1]
+		return rows.Scan(append([]any{&last.Cluster}, last.countsDest()...)...)
+	}); err != nil {
+		return FleetView{}, false, err
 	}
-	// Sorted here rather than in SQL: the databases' collations differ, the view must not.
-	v := FleetView{Clusters: []ClusterCounts{}, Policies: []PolicyCounts{}}
-	for _, c := range clusters {
-		v.Clusters = append(v.Clusters, *c)
+	//nolint:gosec // G202: as above
+	if err := s.scanRows(ctx, `SELECT cluster, source, policy, `+countsSQL+` FROM results`+where+
+		` GROUP BY cluster, source, policy ORDER BY cluster`+s.d.byteOrder+`, source`+s.d.byteOrder+`, policy`+
+		s.d.byteOrder+cut, args, func(rows *sql.Rows) error {
+		v.Policies = append(v.Policies, PolicyCounts{})
+		last := &v.Policies[len(v.Policies)-1]
+		return rows.Scan(append([]any{&last.Cluster, &last.Source, &last.Policy}, last.countsDest()...)...)
+	}); err != nil {
+		return FleetView{}, false, err
 	}
-	slices.SortFunc(v.Clusters, func(a, b ClusterCounts) int { return strings.Compare(a.Cluster, b.Cluster) })
-	for _, p := range policies {
-		v.Policies = append(v.Policies, *p)
+	if limit > 0 && len(v.Clusters) > limit {
+		v.Clusters, truncated = v.Clusters[:limit], true
 	}
-	slices.SortFunc(v.Policies, func(a, b PolicyCounts) int {
-		return compareAll(a.Cluster, b.Cluster, a.Source, b.Source, a.Policy, b.Policy)
-	})
-	return v, nil
-}
-
-// compareAll compares pairs of strings in order, (a1, b1, a2, b2, ...).
-func compareAll(pairs ...string) int {
-	for i := 0; i+1 < len(pairs); i += 2 {
-		if c := strings.Compare(pairs[i], pairs[i+1]); c != 0 {
-			return c
-		}
+	if limit > 0 && len(v.Policies) > limit {
+		v.Policies, truncated = v.Policies[:limit], true
 	}
-	return 0
+	return v, truncated, nil
 }
 
 // failing lists the failing results. The database orders them, so that a limit cuts at the same place as the
@@ -314,7 +304,7 @@ const currentColumns = `key, id, cluster, source, policy, rule, category, severi
 
 // queryCurrent runs a query selecting currentColumns.
 func (s *store) queryCurrent(ctx context.Context, q string, args ...any) ([]FailingResult, error) {
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	rows, err := s.read.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, err
 	}

@@ -8,15 +8,12 @@ package resultsserver // import "github.com/otelcol-policy/otelcol-policy/intern
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"time"
 
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
-
-	pb "github.com/otelcol-policy/otelcol-policy/proto/policyresults/v1"
 )
 
 // Config configures a Server.
@@ -50,6 +47,12 @@ type Server struct {
 
 	// retention is what RunRetention prunes; its clock is now.
 	retention Retention
+
+	// ingest bounds the requests being received, decoded and stored; queries the fleet queries in flight.
+	ingest  *ingestBudget
+	queries *querySlots
+	// authFailures limits failed authentications per source address on the HTTP listener.
+	authFailures *failureLimiter
 }
 
 // Open opens the database, creating the schema or migrating it to the current version.
@@ -65,18 +68,20 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, fmt.Errorf("resultsserver: %w", err)
 	}
 	tokens := make([][]byte, 0, len(cfg.Tokens))
-	for _, t := range cfg.Tokens {
-		if t == "" {
-			return nil, errors.New("resultsserver: empty token")
+	for i, t := range cfg.Tokens {
+		if err := checkToken(t); err != nil {
+			return nil, fmt.Errorf("resultsserver: token %d of %d: %w", i+1, len(cfg.Tokens), err)
 		}
 		tokens = append(tokens, []byte(t))
 	}
-	st, err := openStore(ctx, cfg.DB)
+	l := cfg.Limits.withDefaults()
+	st, err := openStore(ctx, cfg.DB, l)
 	if err != nil {
 		return nil, fmt.Errorf("resultsserver: %w", err)
 	}
-	return &Server{store: st, tokens: tokens, limits: cfg.Limits.withDefaults(),
-		retention: cfg.Retention.withDefaults(), logger: logger, now: time.Now}, nil
+	return &Server{store: st, tokens: tokens, limits: l, retention: cfg.Retention.withDefaults(), logger: logger,
+		now: time.Now, ingest: newIngestBudget(l), queries: newQuerySlots(l),
+		authFailures: newFailureLimiter(l.AuthFailures, time.Now)}, nil
 }
 
 // GRPCServer returns a gRPC server with the ResultForwarder service registered, the token check (when tokens
@@ -100,7 +105,7 @@ func (s *Server) GRPCServer(opts ...grpc.ServerOption) *grpc.Server {
 		grpc.StatsHandler(callCounter{&s.metrics}),
 	}, opts...)
 	gs := grpc.NewServer(all...)
-	pb.RegisterResultForwarderServer(gs, &forwarder{s: s})
+	s.registerForwarder(gs)
 	return gs
 }
 

@@ -28,6 +28,9 @@ import (
 // The pages' numbers and escaping are tested in a real browser by the distribution's fleet UI test; these
 // tests cover what a browser does not see: status codes, headers, parameters, sign-in and paging.
 
+// readerToken is the token of the tests of sign-in and of the HTTP API's authentication.
+const readerToken = "reader-secret-0123456789abcdef-0123"
+
 func getPage(t *testing.T, c *http.Client, u string) (int, http.Header, string) {
 	t.Helper()
 	resp, err := c.Get(u)
@@ -96,7 +99,7 @@ func TestUIPages(t *testing.T) {
 // TestUISignIn: with tokens, a browser without one goes to the login page and comes back to the page it asked
 // for; the token it gives is kept in an HttpOnly cookie; the JSON API and /metrics still want the header.
 func TestUISignIn(t *testing.T) {
-	hs := httptest.NewServer(sqliteServer(t, "reader-secret").HTTPHandler())
+	hs := httptest.NewServer(sqliteServer(t, readerToken).HTTPHandler())
 	t.Cleanup(hs.Close)
 	jar, err := cookiejar.New(nil)
 	require.NoError(t, err)
@@ -122,9 +125,9 @@ func TestUISignIn(t *testing.T) {
 	}
 	resp := post(url.Values{"token": {"wrong"}, "next": {"/results"}})
 	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
-	resp = post(url.Values{"token": {"reader-secret"}, "next": {"/results"}}, "Origin", "https://evil.example")
+	resp = post(url.Values{"token": {readerToken}, "next": {"/results"}}, "Origin", "https://evil.example")
 	assert.Equal(t, http.StatusForbidden, resp.StatusCode, "a login posted by another site")
-	resp = post(url.Values{"token": {"reader-secret"}, "next": {"//evil.example/x"}})
+	resp = post(url.Values{"token": {readerToken}, "next": {"//evil.example/x"}})
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Equal(t, "/", resp.Request.URL.Path, "never redirected off this server")
 	u, _ := url.Parse(hs.URL)
@@ -144,13 +147,13 @@ func TestUISignIn(t *testing.T) {
 
 	// The cookie's attributes, as the server sets them.
 	raw := httptest.NewRecorder()
-	req := httptest.NewRequest(http.MethodPost, "/login", strings.NewReader("token=reader-secret"))
+	req := httptest.NewRequest(http.MethodPost, "/login", strings.NewReader("token="+readerToken))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	sqliteServer(t, "reader-secret").HTTPHandler().ServeHTTP(raw, req)
+	sqliteServer(t, readerToken).HTTPHandler().ServeHTTP(raw, req)
 	setCookie := raw.Header().Get("Set-Cookie")
 	assert.Contains(t, setCookie, "HttpOnly")
 	assert.Contains(t, setCookie, "SameSite=Lax")
-	assert.NotContains(t, setCookie, "reader-secret", "not the token as it is")
+	assert.NotContains(t, setCookie, readerToken, "not the token as it is")
 
 	resp, err = c.Post(hs.URL+"/logout", "", nil)
 	require.NoError(t, err)
@@ -231,7 +234,7 @@ func TestTrend(t *testing.T) {
 		forward(t, s, batch(at(aFixed, -1*day), at(c, -10*day), at(w, -2*day)))
 		forward(t, s, batch(at(a, -3*day), at(b, -2*day), at(bGone, 0)))
 
-		series, dates, err := s.store.trend(context.Background(), "", 7, t0)
+		series, dates, err := s.store.trend(context.Background(), []string{"east", "west"}, 7, t0)
 		require.NoError(t, err)
 		require.Len(t, dates, 7)
 		assert.Equal(t, t0.Truncate(day).Add(-6*day), dates[0])
@@ -244,7 +247,7 @@ func TestTrend(t *testing.T) {
 		require.NoError(t, err)
 		assert.Len(t, v.Failing, 2, "the last day is today's failing count: c in east, w in west")
 
-		series, _, err = s.store.trend(context.Background(), "west", 3, t0)
+		series, _, err = s.store.trend(context.Background(), []string{"west"}, 3, t0)
 		require.NoError(t, err)
 		assert.Equal(t, []TrendSeries{{Cluster: "west", Failing: []int64{1, 1, 1}}}, series)
 	})
