@@ -5,6 +5,7 @@ package resultsserver
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -262,4 +263,73 @@ func TestParseCursor(t *testing.T) {
 		_, err := ParseCursor(bad)
 		assert.Error(t, err, bad)
 	}
+}
+
+// TestUIManyClusters: the pages show a page of clusters at a time, the most failing first (then by name, alike
+// in both databases), say how many more there are and page through them.
+func TestUIManyClusters(t *testing.T) {
+	eachBackend(t, func(t *testing.T, newDSN func(t *testing.T) string) {
+		s := open(t, newDSN(t))
+		// Policy q fails in c06 and holds in c00: it differs.
+		req := batch(spec{cluster: "c00", policy: "q", namespace: "ns", name: "ok", outcome: policyresult.OutcomePass}.pb(),
+			spec{cluster: "c06", policy: "q", namespace: "ns", name: "bad", outcome: policyresult.OutcomeFail}.pb())
+		for i := range 45 {
+			// Cluster i has i % 7 + 1 failing results.
+			for j := range i%7 + 1 {
+				req.Results = append(req.Results, spec{cluster: fmt.Sprintf("c%02d", i), policy: "p", namespace: "ns",
+					name: fmt.Sprintf("pod-%d", j), outcome: policyresult.OutcomeFail}.pb())
+			}
+		}
+		forward(t, s, req)
+		hs := httptest.NewServer(s.HTTPHandler())
+		t.Cleanup(hs.Close)
+		rowRE := regexp.MustCompile(`<tr data-cluster="(c\d\d)">`)
+		clustersOf := func(body string) []string {
+			var out []string
+			for _, m := range rowRE.FindAllStringSubmatch(body, -1) {
+				out = append(out, m[1])
+			}
+			return out
+		}
+
+		code, _, body := getPage(t, hs.Client(), hs.URL+"/")
+		require.Equal(t, 200, code)
+		has := func(s string) bool { return strings.Contains(body, s) }
+		assert.True(t, has("Clusters 1–20 of 45, most failing first: 25 more clusters"))
+		assert.Equal(t, []string{"c06", "c13", "c20", "c27", "c34", "c41", "c05", "c12", "c19", "c26", "c33", "c40",
+			"c04", "c11", "c18", "c25", "c32", "c39", "c03", "c10"}, clustersOf(body))
+		// The comparison's columns are the clusters shown.
+		assert.True(t, has(`data-cluster="c06">1 / 1</td>`) && !has(`data-cluster="c00">`), "q in c06 only")
+
+		code, _, body = getPage(t, hs.Client(), hs.URL+"/?cpage=2")
+		require.Equal(t, 200, code)
+		assert.True(t, has(`data-cluster="c00">0 / 1</td>`) && !has(`data-cluster="c06">`), "q in c00 only")
+		code, _, body = getPage(t, hs.Client(), hs.URL+"/?cpage=3")
+		require.Equal(t, 200, code)
+		assert.True(t, has("Clusters 41–45 of 45"))
+		assert.Equal(t, []string{"c14", "c21", "c28", "c35", "c42"}, clustersOf(body))
+		assert.True(t, has(`id="prev-clusters" href="/?cpage=2"`))
+		code, _, body = getPage(t, hs.Client(), hs.URL+"/?cpage=4")
+		assert.Equal(t, 400, code)
+		assert.True(t, has("parameter cpage &#34;4&#34;: want 1 to 3"))
+
+		code, _, body = getPage(t, hs.Client(), hs.URL+"/policies?cpage=2")
+		require.Equal(t, 200, code)
+		assert.Equal(t, 2*20, strings.Count(body, `<td class="n failing"`)+strings.Count(body, `<td class="n holding"`)+
+			strings.Count(body, `<td class="n absent"`), "two policies × 20 cluster columns")
+
+		code, _, body = getPage(t, hs.Client(), hs.URL+"/trend?days=3")
+		require.Equal(t, 200, code)
+		assert.Equal(t, 20, strings.Count(body, "<polyline"))
+		code, _, body = getPage(t, hs.Client(), hs.URL+"/trend?days=3&cpage=3")
+		require.Equal(t, 200, code)
+		assert.Equal(t, 5, strings.Count(body, "<polyline"))
+		assert.True(t, has(`href="/trend?cpage=2&amp;days=3"`))
+
+		code, _, body = getPage(t, hs.Client(), hs.URL+"/v1/fleet?limit=10")
+		require.Equal(t, 200, code)
+		assert.Equal(t, 10, strings.Count(body, `"cluster": "c`)/2, "10 clusters and 10 policy rows")
+		assert.True(t, has(`"truncated": true`))
+		assert.Less(t, strings.Index(body, `"c00"`), strings.Index(body, `"c01"`), "by name")
+	})
 }
