@@ -12,6 +12,7 @@ import (
 	"net"
 	"net/http"
 	"net/url"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,6 +32,7 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
+	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
 	"github.com/otelcol-policy/otelcol-policy/internal/pgtest"
 	"github.com/otelcol-policy/otelcol-policy/internal/resultsapi"
 	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver"
@@ -199,6 +201,62 @@ func forwardRetrying(conn *grpc.ClientConn, msg []byte, n int, busy *atomic.Int6
 		busy.Add(1)
 		time.Sleep(retryDelay(err))
 	}
+}
+
+// TestResultsServerStalledCalls: a token holder opens calls on a few connections, each declaring a 4 MiB
+// message and sending 16 KiB of it, and stalls: each holds its admission to the ingest budget until
+// --request-timeout. A token is admitted up to half the budget, so the rest of the calls are
+// RESOURCE_EXHAUSTED at once and a collector with another token keeps storing meanwhile.
+func TestResultsServerStalledCalls(t *testing.T) {
+	const attacker = "hostile-stalling-token-0123456789abcdef"
+	tokens := writeFile(t, filepath.Join(t.TempDir(), "tokens"), resultsServerToken+"\n"+attacker+"\n")
+	s := startResultsServerWith(t, loadOptions, "--token-file", tokens)
+	conns, perConn := 4, int(resultsserver.DefaultMaxConcurrentStreams)
+	admitted := int(resultsserver.DefaultIngestBudget / 2 / resultsserver.DefaultMaxRecvMsgSize)
+	chunk := make([]byte, 16<<10)
+	var exhausted int
+	s.attack("stalled-calls", func() {
+		var open []*attacktest.Conn
+		for range conns {
+			c, err := attacktest.Dial(s.grpc, perConn)
+			require.NoError(t, err)
+			defer c.Close()
+			for range perConn {
+				_, err := c.OpenStream("Bearer "+attacker, 4<<20, chunk)
+				require.NoError(t, err)
+			}
+			open = append(open, c)
+		}
+		// Every call beyond the admitted ones is refused at once.
+		want := conns*perConn - admitted
+		collectortest.Eventually(t, 10*time.Second, func() error {
+			for _, c := range open {
+				for len(c.Outcomes()) > 0 {
+					o := <-c.Outcomes()
+					require.Equal(t, attacktest.Outcome{StreamID: o.StreamID, GRPCStatus: "8"}, o, "RESOURCE_EXHAUSTED")
+					exhausted++
+				}
+			}
+			if exhausted < want {
+				return fmt.Errorf("%d of %d calls refused", exhausted, want)
+			}
+			return nil
+		})
+		require.Equal(t, want, exhausted, "the calls beyond half the budget are refused, the others held")
+		// The legitimate collector stores meanwhile.
+		before, err := s.legitStored()
+		require.NoError(t, err)
+		collectortest.Eventually(t, 30*time.Second, func() error {
+			if n, err := s.legitStored(); err != nil || n < before+200 {
+				return fmt.Errorf("%d results stored during the stall (%v)", n-before, err)
+			}
+			return nil
+		})
+	}, func() map[string]float64 {
+		refused := s.metric("results_server_requests_refused_total", `api="grpc",reason="busy"`)
+		require.GreaterOrEqual(t, refused, float64(exhausted))
+		return map[string]float64{"calls_stalled": float64(admitted), "calls_refused_busy": float64(exhausted)}
+	})
 }
 
 // httpOutcomes counts the answers of concurrent HTTP requests: by status code, and the 503s without a
