@@ -274,7 +274,8 @@ func (s *store) counts(ctx context.Context, f Filter, limit int) (v FleetView, t
 }
 
 // failing lists the failing results. The database orders them, so that a limit cuts at the same place as the
-// full list would; with PostgreSQL, the order of names follows the database's collation.
+// full list would; with PostgreSQL, the order of names follows the database's collation. The list also stops
+// once its text passes MaxListBytes; the bool says whether it was cut.
 func (s *store) failing(ctx context.Context, f Filter) ([]FailingResult, bool, error) {
 	where, args := f.where(s.d)
 	//nolint:gosec // G202: where joins fixed column names and numbered placeholders; values are arguments
@@ -284,14 +285,14 @@ func (s *store) failing(ctx context.Context, f Filter) ([]FailingResult, bool, e
 		// One more than asked tells whether the list was cut.
 		q += fmt.Sprintf(" LIMIT %d", f.Limit+1)
 	}
-	out, err := s.queryCurrent(ctx, q, args...)
+	out, cut, err := s.queryCurrent(ctx, MaxListBytes, q, args...)
 	if err != nil {
 		return nil, false, err
 	}
 	if f.Limit > 0 && len(out) > f.Limit {
 		return out[:f.Limit], true, nil
 	}
-	return out, false, nil
+	return out, cut, nil
 }
 
 // currentColumns are the columns of a current result that scanCurrent reads, in its order.
@@ -302,22 +303,49 @@ const currentColumns = `key, id, cluster, source, policy, rule, category, severi
 	vulnerability_reference, package_name, package_version, package_fixed_version, package_path, package_type,
 	failed_checks`
 
-// queryCurrent runs a query selecting currentColumns.
-func (s *store) queryCurrent(ctx context.Context, q string, args ...any) ([]FailingResult, error) {
+// MaxListBytes bounds the text of a failing list a query reads (messages, names, metadata), whatever the number
+// of rows: a limit of 10,000 rows of messages as long as a request allows would be gigabytes. The list stops at
+// the row that passes it.
+const MaxListBytes = 4 << 20
+
+// queryCurrent runs a query selecting currentColumns, reading rows until their text passes maxBytes (0: all);
+// cut says that rows were left.
+func (s *store) queryCurrent(ctx context.Context, maxBytes int, q string, args ...any) (out []FailingResult, cut bool, err error) {
 	rows, err := s.read.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer rows.Close()
-	out := []FailingResult{}
+	out = []FailingResult{}
+	size := 0
 	for rows.Next() {
+		if maxBytes > 0 && size > maxBytes {
+			return out, true, nil
+		}
 		r, err := scanCurrent(rows)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		out = append(out, r)
+		size += r.textSize()
 	}
-	return out, rows.Err()
+	return out, false, rows.Err()
+}
+
+// textSize is about what a result's text takes, the measure of MaxListBytes.
+func (r *FailingResult) textSize() int {
+	n := len(r.Key) + len(r.ID) + len(r.Cluster) + len(r.Source) + len(r.Policy) + len(r.Rule) + len(r.Category) +
+		len(r.Severity) + len(r.Outcome) + len(r.Message) + len(r.State) +
+		len(r.Resource.APIVersion) + len(r.Resource.Kind) + len(r.Resource.Namespace) + len(r.Resource.Name) +
+		len(r.Resource.UID) + len(r.Report.Kind) + len(r.Report.Namespace) + len(r.Report.Name)
+	for k, v := range r.ExtraMetadata {
+		n += len(k) + len(v)
+	}
+	if v := r.Vulnerability; v != nil {
+		n += len(v.ID) + len(v.ScoreVersion) + len(v.Reference) + len(v.PackageName) + len(v.PackageVersion) +
+			len(v.PackageFixedVersion) + len(v.PackagePath) + len(v.PackageType)
+	}
+	return n
 }
 
 func scanCurrent(rows *sql.Rows) (FailingResult, error) {

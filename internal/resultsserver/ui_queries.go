@@ -54,6 +54,10 @@ type FailingPage struct {
 	Next *Cursor
 }
 
+// maxPageListBytes bounds the text of a page of the failing list, as MaxListBytes bounds the JSON API's: a page
+// with longer messages holds fewer results, and links to the next.
+const maxPageListBytes = 1 << 20
+
 func (s *store) failingPage(ctx context.Context, f Filter, after *Cursor, size int) (FailingPage, error) {
 	where, args := f.where(s.d)
 	where += " AND " + failingCond
@@ -66,14 +70,16 @@ func (s *store) failingPage(ctx context.Context, f Filter, after *Cursor, size i
 	//nolint:gosec // G202: where joins fixed column names and numbered placeholders; values are arguments
 	q := `SELECT ` + currentColumns + ` FROM results` + pageWhere +
 		fmt.Sprintf(` ORDER BY updated_unix_nano DESC, key DESC LIMIT %d`, size+1)
-	results, err := s.queryCurrent(ctx, q, pageArgs...)
+	results, cut, err := s.queryCurrent(ctx, maxPageListBytes, q, pageArgs...)
 	if err != nil {
 		return FailingPage{}, err
 	}
 	page := FailingPage{Results: results}
 	if len(results) > size {
-		page.Results = results[:size]
-		last := page.Results[size-1]
+		page.Results, cut = results[:size], true
+	}
+	if cut {
+		last := page.Results[len(page.Results)-1]
 		page.Next = &Cursor{UpdatedUnixNano: last.UpdatedAt.UnixNano(), Key: last.Key}
 	}
 	if after == nil && page.Next == nil {
@@ -122,7 +128,7 @@ const (
 var errNoResult = errors.New("no result with this key")
 
 func (s *store) resultDetail(ctx context.Context, key string) (ResultDetail, error) {
-	current, err := s.queryCurrent(ctx, `SELECT `+currentColumns+` FROM results WHERE key = $1`, key)
+	current, _, err := s.queryCurrent(ctx, 0, `SELECT `+currentColumns+` FROM results WHERE key = $1`, key)
 	if err != nil {
 		return ResultDetail{}, err
 	}

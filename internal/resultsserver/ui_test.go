@@ -333,3 +333,43 @@ func TestUIManyClusters(t *testing.T) {
 		assert.Less(t, strings.Index(body, `"c00"`), strings.Index(body, `"c01"`), "by name")
 	})
 }
+
+// TestFailingListBytes: a list of long messages stops at its byte bound, MaxListBytes for the JSON API (then
+// truncated) and 1 MiB for a page of the web UI (then a next page, which goes on where it stopped).
+func TestFailingListBytes(t *testing.T) {
+	s := sqliteServer(t)
+	long := strings.Repeat("m", 600_000)
+	req := batch()
+	for i := range 10 {
+		req.Results = append(req.Results, spec{cluster: "east", policy: "p", namespace: "ns", name: fmt.Sprintf("pod-%d", i),
+			outcome: policyresult.OutcomeFail, message: long}.pb())
+	}
+	forward(t, s, req)
+	hs := httptest.NewServer(s.HTTPHandler())
+	t.Cleanup(hs.Close)
+
+	code, _, body := getPage(t, hs.Client(), hs.URL+"/v1/fleet/failing")
+	require.Equal(t, 200, code)
+	assert.Equal(t, 7, strings.Count(body, `"key"`), "the row that passes 4 MiB is the last")
+	assert.True(t, strings.Contains(body, `"truncated": true`))
+
+	keyRE := regexp.MustCompile(`data-key="([0-9a-f]+)"`)
+	nextRE := regexp.MustCompile(`id="next" href="([^"]+)"`)
+	seen := map[string]bool{}
+	next := "/results"
+	for pages := 0; next != ""; pages++ {
+		require.Less(t, pages, 10)
+		code, _, body := getPage(t, hs.Client(), hs.URL+next)
+		require.Equal(t, 200, code)
+		keys := keyRE.FindAllStringSubmatch(body, -1)
+		assert.LessOrEqual(t, len(keys), 2, "a page stops at the result that passes 1 MiB")
+		for _, m := range keys {
+			seen[m[1]] = true
+		}
+		next = ""
+		if m := nextRE.FindStringSubmatch(body); m != nil {
+			next = strings.ReplaceAll(m[1], "&amp;", "&")
+		}
+	}
+	assert.Len(t, seen, 10, "the pages go on where each stopped")
+}
