@@ -247,8 +247,7 @@ func (s *store) counts(ctx context.Context, f Filter, limit int) (v FleetView, t
 	//nolint:gosec // G202: where joins fixed column names and numbered placeholders; values are arguments
 	if err := s.scanRows(ctx, `SELECT cluster, `+countsSQL+` FROM results`+where+` GROUP BY cluster ORDER BY cluster`+
 		s.d.byteOrder+cut, args, func(rows *sql.Rows) error {
-		var c ClusterCounts
-		v.Clusters = append(v.Clusters, c)
+		v.Clusters = append(v.Clusters, ClusterCounts{})
 		last := &v.Clusters[len(v.Clusters)-1]
 		return rows.Scan(append([]any{&last.Cluster}, last.countsDest()...)...)
 	}); err != nil {

@@ -57,13 +57,13 @@ type ClusterSummary struct {
 // Failing is the number of results that need attention (outcome fail or error).
 func (c Counts) Failing() int64 { return c.Fail + c.Error }
 
-// page is a window of a sorted list: limit rows from offset.
-type page struct{ offset, limit int }
+// window is a page of a sorted list: limit rows from offset.
+type window struct{ offset, limit int }
 
-func (p page) sql() string { return fmt.Sprintf(" LIMIT %d OFFSET %d", p.limit, p.offset) }
+func (p window) sql() string { return fmt.Sprintf(" LIMIT %d OFFSET %d", p.limit, p.offset) }
 
 // clusterPage is a page of the clusters the filter selects, most failing results first.
-func (s *store) clusterPage(ctx context.Context, f Filter, p page) ([]ClusterSummary, error) {
+func (s *store) clusterPage(ctx context.Context, f Filter, p window) ([]ClusterSummary, error) {
 	where, args := f.where(s.d)
 	//nolint:gosec // G202: where joins fixed column names and numbered placeholders; values are arguments
 	q := `SELECT cluster, ` + countsSQL + `, ` + severitySQL + `, ` + failingSQL + ` AS failing FROM results` + where +
@@ -157,7 +157,7 @@ func (s *store) policiesSQL(f Filter, differsOnly bool) (string, []any) {
 
 // policyPage is a page of the policies the filter selects, most failing first, without their cells (see
 // policyCells).
-func (s *store) policyPage(ctx context.Context, f Filter, differsOnly bool, p page) ([]PolicyAcross, error) {
+func (s *store) policyPage(ctx context.Context, f Filter, differsOnly bool, p window) ([]PolicyAcross, error) {
 	q, args := s.policiesSQL(f, differsOnly)
 	q += ` ORDER BY failing DESC, source` + s.d.byteOrder + `, policy` + s.d.byteOrder + p.sql()
 	var out []PolicyAcross
@@ -228,7 +228,7 @@ type NamespaceCounts struct {
 }
 
 // namespacePage is a page of the (cluster, namespace) pairs the filter selects, most failing first.
-func (s *store) namespacePage(ctx context.Context, f Filter, p page) ([]NamespaceCounts, error) {
+func (s *store) namespacePage(ctx context.Context, f Filter, p window) ([]NamespaceCounts, error) {
 	where, args := f.where(s.d)
 	//nolint:gosec // G202: as above
 	q := `SELECT cluster, resource_namespace, ` + countsSQL + `, ` + failingSQL + ` AS failing FROM results` + where +

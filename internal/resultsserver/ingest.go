@@ -23,7 +23,8 @@ type ticketKey struct{}
 func (s *Server) admit(ctx context.Context, info *tap.Info) (context.Context, error) {
 	var client string
 	if len(s.tokens) > 0 {
-		client = info.Header.Get("authorization")[0]
+		// The token, however its header is spelled: tapCall checked that it is one.
+		client, _ = bearer(info.Header.Get("authorization")[0])
 	} else if p, ok := peer.FromContext(ctx); ok && p.Addr != nil {
 		client = sourcePrefix(p.Addr.String()).String()
 	}

@@ -65,6 +65,15 @@ var uiPages = func() map[string]*template.Template {
 
 // link is path with the query q, changed by the name/value pairs kv: an empty value removes the parameter.
 func link(path string, q url.Values, kv ...string) string {
+	v := withParams(q, kv...)
+	if len(v) == 0 {
+		return path
+	}
+	return path + "?" + v.Encode()
+}
+
+// withParams is a copy of q changed by the name/value pairs kv, as link changes it.
+func withParams(q url.Values, kv ...string) url.Values {
 	v := url.Values{}
 	for k, vs := range q {
 		v[k] = slices.Clone(vs)
@@ -76,10 +85,7 @@ func link(path string, q url.Values, kv ...string) string {
 			v.Set(kv[i], kv[i+1])
 		}
 	}
-	if len(v) == 0 {
-		return path
-	}
-	return path + "?" + v.Encode()
+	return v
 }
 
 // pageView is what the layout renders around a page's content.

@@ -58,12 +58,12 @@ type pager struct {
 
 // newPager reads the value v of the page parameter param of a list of total rows, per a page, and returns the
 // pager (its links keep the query q) and the page's window.
-func newPager(v string, total, per int, param, path string, q url.Values) (pager, page, error) {
+func newPager(v string, total, per int, param, path string, q url.Values) (pager, window, error) {
 	p := pager{Page: 1, Pages: max(1, (total+per-1)/per), Total: total}
 	if v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > p.Pages {
-			return pager{}, page{}, paramError{fmt.Errorf("parameter %s %q: want 1 to %d", param, v, p.Pages)}
+			return pager{}, window{}, paramError{fmt.Errorf("parameter %s %q: want 1 to %d", param, v, p.Pages)}
 		}
 		p.Page = n
 	}
@@ -73,7 +73,7 @@ func newPager(v string, total, per int, param, path string, q url.Values) (pager
 	if p.Page < p.Pages {
 		p.Next = link(path, q, param, strconv.Itoa(p.Page+1))
 	}
-	win := page{offset: (p.Page - 1) * per, limit: per}
+	win := window{offset: (p.Page - 1) * per, limit: per}
 	p.First, p.Last = min(total, win.offset+1), min(total, win.offset+per)
 	p.More = total - p.Last
 	return p, win, nil
@@ -91,20 +91,6 @@ func (s *Server) clusterColumns(r *http.Request, f Filter, v, path string, q url
 	}
 	clusters, err := s.store.clusterPage(r.Context(), f, win)
 	return clusters, p, err
-}
-
-// withParams is q and the name/value pairs kv (empty values left out).
-func withParams(q url.Values, kv ...string) url.Values {
-	out := url.Values{}
-	for k, v := range q {
-		out[k] = v
-	}
-	for i := 0; i+1 < len(kv); i += 2 {
-		if kv[i+1] != "" {
-			out.Set(kv[i], kv[i+1])
-		}
-	}
-	return out
 }
 
 type overviewView struct {
@@ -146,7 +132,7 @@ func (s *Server) overview(w http.ResponseWriter, r *http.Request, f Filter, para
 	if v.DifferingTotal, err = s.store.countPolicies(ctx, f, true); err != nil {
 		return err
 	}
-	if v.Differing, err = s.store.policyPage(ctx, f, true, page{limit: differingShown}); err != nil {
+	if v.Differing, err = s.store.policyPage(ctx, f, true, window{limit: differingShown}); err != nil {
 		return err
 	}
 	if err := s.store.policyCells(ctx, f, v.Differing, v.ClusterNames); err != nil {
@@ -187,7 +173,7 @@ func (s *Server) policies(w http.ResponseWriter, r *http.Request, f Filter, para
 		return err
 	}
 	q := f.values()
-	var win page
+	var win window
 	if v.Pager, win, err = newPager(params["page"], v.Total, tablePage, "page", "/policies",
 		withParams(q, "differs", params["differs"], "cpage", params["cpage"])); err != nil {
 		return err
@@ -238,7 +224,7 @@ func (s *Server) namespaces(w http.ResponseWriter, r *http.Request, f Filter, pa
 		return err
 	}
 	q := f.values()
-	var win page
+	var win window
 	if v.Pager, win, err = newPager(params["page"], v.Total, tablePage, "page", "/namespaces", q); err != nil {
 		return err
 	}
