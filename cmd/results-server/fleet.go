@@ -21,12 +21,12 @@ import (
 func fleet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	var (
 		f      resultsserver.Filter
-		db     string
+		dbf    dbFlags
 		output string
 	)
 	fs := flag.NewFlagSet("fleet", flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.StringVar(&db, "db", DefaultDB, "database, as for serve")
+	dbf.register(fs, "database, as for serve")
 	fs.StringVar(&f.Cluster, "cluster", "", "only this cluster")
 	fs.StringVar(&f.Namespace, "namespace", "", "only results about resources in this namespace")
 	fs.StringVar(&f.Policy, "policy", "", "only this policy")
@@ -53,6 +53,10 @@ func fleet(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	}
 	if output != "text" && output != "json" {
 		return usageError{fmt.Errorf("fleet: --output %q: want text or json", output)}
+	}
+	db, _, err := dbf.dsn(fs, os.Getenv)
+	if err != nil {
+		return usageError{fmt.Errorf("fleet: %w", err)}
 	}
 	if err := f.Validate(); err != nil {
 		return usageError{fmt.Errorf("fleet: %w", err)}

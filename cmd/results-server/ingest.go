@@ -6,9 +6,6 @@ package main
 import (
 	"errors"
 	"flag"
-	"fmt"
-	"slices"
-	"strings"
 
 	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver"
 )
@@ -43,18 +40,11 @@ func (o *ingestOptions) register(fs *flag.FlagSet) {
 // validate refuses limits that are not positive: zero would not mean "no limit".
 func (o *ingestOptions) validate() error {
 	l := o.limits
-	var errs []error
-	for flag, v := range map[string]int64{
-		"max-metadata-keys": int64(l.MaxMetadataKeys), "max-metadata-bytes": int64(l.MaxMetadataBytes),
-		"max-body-bytes": int64(l.MaxBodyBytes), "max-body-depth": int64(l.MaxBodyDepth),
-		"max-message-bytes": int64(l.MaxMessageBytes), "max-field-bytes": int64(l.MaxFieldBytes),
-		"max-clock-skew": int64(l.MaxClockSkew), "max-clusters-per-token": int64(l.MaxClustersPerToken),
-		"max-keys-per-token": l.MaxKeysPerToken,
-	} {
-		if v <= 0 {
-			errs = append(errs, fmt.Errorf("--%s must be positive", flag))
-		}
-	}
-	slices.SortFunc(errs, func(a, b error) int { return strings.Compare(a.Error(), b.Error()) })
-	return errors.Join(errs...)
+	return errors.Join(positive([]flagValue{
+		{"max-metadata-keys", int64(l.MaxMetadataKeys)}, {"max-metadata-bytes", int64(l.MaxMetadataBytes)},
+		{"max-body-bytes", int64(l.MaxBodyBytes)}, {"max-body-depth", int64(l.MaxBodyDepth)},
+		{"max-message-bytes", int64(l.MaxMessageBytes)}, {"max-field-bytes", int64(l.MaxFieldBytes)},
+		{"max-clock-skew", int64(l.MaxClockSkew)}, {"max-clusters-per-token", int64(l.MaxClustersPerToken)},
+		{"max-keys-per-token", l.MaxKeysPerToken},
+	})...)
 }

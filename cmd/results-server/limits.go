@@ -24,6 +24,9 @@ const (
 	defaultHTTPReadTimeout    = 30 * time.Second
 	defaultHTTPWriteTimeout   = time.Minute
 	defaultHTTPIdleTimeout    = time.Minute
+	// The web UI's pages load with their stylesheet: a browser needs a few streams; each stream's query waits for
+	// a query slot anyway.
+	defaultHTTPMaxConcurrentStreams = 16
 )
 
 // limitOptions are serve's limits: every one a flag with a safe default.
@@ -33,6 +36,7 @@ type limitOptions struct {
 	maxConnections, httpMaxConnections                       int
 	httpReadHeaderTimeout, httpReadTimeout, httpWriteTimeout time.Duration
 	httpIdleTimeout                                          time.Duration
+	httpMaxConcurrentStreams                                 uint
 	// silent are the limits on connections not yet authenticated (resultsserver.ConnLimits), by listener.
 	silent, httpSilent resultsserver.ConnLimits
 }
@@ -72,6 +76,20 @@ func (o *limitOptions) register(fs *flag.FlagSet) {
 		"an HTTP connection without an authenticated request this long after it was accepted is closed")
 	fs.IntVar(&o.httpSilent.MaxSilentPerSource, "http-max-silent-connections-per-source", resultsserver.DefaultHTTPMaxSilentPerSource,
 		"most HTTP connections from one IP (IPv6: /64) without an authenticated request yet; one more evicts its oldest")
+	fs.UintVar(&o.httpMaxConcurrentStreams, "http-max-concurrent-streams", defaultHTTPMaxConcurrentStreams,
+		"most requests in flight on one HTTP/2 connection of the fleet view (TLS)")
+	fs.Int64Var(&o.grpc.IngestBudget, "ingest-budget", resultsserver.DefaultIngestBudget,
+		"bytes of memory the gRPC requests being received, decoded and stored may take, server-wide")
+	fs.IntVar(&o.grpc.MaxConcurrentQueries, "max-concurrent-queries", resultsserver.DefaultMaxConcurrentQueries,
+		"most fleet queries (HTTP API and web UI) in flight, server-wide")
+	fs.DurationVar(&o.grpc.QueryQueueWait, "query-queue-wait", resultsserver.DefaultQueryQueueWait,
+		"longest a fleet query waits for a free query slot before it is answered 503")
+	fs.DurationVar(&o.grpc.QueryTimeout, "query-timeout", resultsserver.DefaultQueryTimeout,
+		"longest a fleet query may run in the database")
+	fs.IntVar(&o.grpc.MaxWriteConns, "db-max-write-conns", resultsserver.DefaultMaxWriteConns,
+		"most PostgreSQL connections storing requests at once (SQLite has one writer)")
+	fs.IntVar(&o.grpc.AuthFailures, "auth-failures-per-minute", resultsserver.DefaultAuthFailures,
+		"failed sign-ins and wrong tokens one address may make on the HTTP listener per minute, then 429")
 }
 
 // connLimits are the limits of the gRPC listener (grpc) or of the HTTP one.
@@ -88,11 +106,7 @@ func (o *limitOptions) connLimits(grpc bool) resultsserver.ConnLimits {
 
 // validate refuses limits that are not positive: zero would not mean "no limit".
 func (o *limitOptions) validate() error {
-	var errs []error
-	for _, f := range []struct {
-		flag string
-		v    int64
-	}{
+	errs := positive([]flagValue{
 		{"max-recv-msg-size", int64(o.grpc.MaxRecvMsgSize)},
 		{"max-results-per-request", int64(o.grpc.MaxResults)},
 		{"request-timeout", int64(o.grpc.RequestTimeout)},
@@ -108,12 +122,15 @@ func (o *limitOptions) validate() error {
 		{"max-silent-connections-per-source", int64(o.silent.MaxSilentPerSource)},
 		{"http-first-request-timeout", int64(o.httpSilent.FirstCallTimeout)},
 		{"http-max-silent-connections-per-source", int64(o.httpSilent.MaxSilentPerSource)},
-	} {
-		if f.v <= 0 {
-			errs = append(errs, fmt.Errorf("--%s must be positive", f.flag))
-		}
-	}
-	// HTTP/2 carries these two in 32-bit settings.
+		{"ingest-budget", o.grpc.IngestBudget},
+		{"max-concurrent-queries", int64(o.grpc.MaxConcurrentQueries)},
+		{"query-queue-wait", int64(o.grpc.QueryQueueWait)},
+		{"query-timeout", int64(o.grpc.QueryTimeout)},
+		{"db-max-write-conns", int64(o.grpc.MaxWriteConns)},
+		{"auth-failures-per-minute", int64(o.grpc.AuthFailures)},
+	})
+	// HTTP/2 carries these in 32-bit settings.
+	var httpStreams uint32
 	for _, f := range []struct {
 		flag string
 		v    uint
@@ -121,6 +138,7 @@ func (o *limitOptions) validate() error {
 	}{
 		{"max-concurrent-streams", o.maxConcurrentStreams, &o.grpc.MaxConcurrentStreams},
 		{"max-header-bytes", o.maxHeaderBytes, &o.grpc.MaxHeaderBytes},
+		{"http-max-concurrent-streams", o.httpMaxConcurrentStreams, &httpStreams},
 	} {
 		switch {
 		case f.v == 0:
@@ -131,11 +149,35 @@ func (o *limitOptions) validate() error {
 			*f.to = uint32(f.v)
 		}
 	}
+	if len(errs) == 0 {
+		// The flags' figures together: an ingest budget too small for one request is the library's error.
+		errs = append(errs, o.grpc.Validate())
+	}
 	return errors.Join(errs...)
 }
 
-// httpServer is the fleet view's server with serve's HTTP limits.
+// httpServer is the fleet view's server with serve's HTTP limits. HTTP/2 (over TLS) gets its own stream limit:
+// Go's default of 250 streams per connection would let one connection run 250 requests at once.
 func (o *limitOptions) httpServer(h http.Handler) *http.Server {
 	return &http.Server{Handler: h, ReadHeaderTimeout: o.httpReadHeaderTimeout, ReadTimeout: o.httpReadTimeout,
-		WriteTimeout: o.httpWriteTimeout, IdleTimeout: o.httpIdleTimeout, MaxHeaderBytes: int(o.grpc.MaxHeaderBytes)}
+		WriteTimeout: o.httpWriteTimeout, IdleTimeout: o.httpIdleTimeout, MaxHeaderBytes: int(o.grpc.MaxHeaderBytes),
+		HTTP2: &http.HTTP2Config{MaxConcurrentStreams: int(o.httpMaxConcurrentStreams)}}
+}
+
+// flagValue is a limit's flag and its value, for positive.
+type flagValue struct {
+	flag string
+	v    int64
+}
+
+// positive refuses the values that are not positive, naming each flag, in their order: zero would not mean
+// "no limit".
+func positive(values []flagValue) []error {
+	var errs []error
+	for _, f := range values {
+		if f.v <= 0 {
+			errs = append(errs, fmt.Errorf("--%s must be positive", f.flag))
+		}
+	}
+	return errs
 }

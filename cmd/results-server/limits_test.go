@@ -48,7 +48,7 @@ func closedAfter(t *testing.T, conn net.Conn, r io.Reader, opened time.Time) tim
 func TestServeClosesIdleAndExcessConnections(t *testing.T) {
 	dir := t.TempDir()
 	tokenFile := filepath.Join(dir, "tokens")
-	require.NoError(t, os.WriteFile(tokenFile, []byte("secret\n"), 0o600))
+	require.NoError(t, os.WriteFile(tokenFile, []byte(collectorToken+"\n"), 0o600))
 	ports, err := freeport.Ports(2)
 	require.NoError(t, err)
 	addr, httpAddr := "127.0.0.1:"+strconv.Itoa(ports[0]), "127.0.0.1:"+strconv.Itoa(ports[1])
@@ -76,7 +76,7 @@ func TestServeClosesIdleAndExcessConnections(t *testing.T) {
 	// request sends an authenticated request on a new connection and returns it with its reader once answered.
 	request := func() (net.Conn, io.Reader, time.Time) {
 		c, _ := dial(httpAddr)
-		_, err := io.WriteString(c, "GET /v1/fleet HTTP/1.1\r\nHost: results\r\nAuthorization: Bearer secret\r\n\r\n")
+		_, err := io.WriteString(c, "GET /v1/fleet HTTP/1.1\r\nHost: results\r\nAuthorization: Bearer "+collectorToken+"\r\n\r\n")
 		require.NoError(t, err)
 		r := bufio.NewReader(c)
 		resp, err := http.ReadResponse(r, nil)
@@ -100,7 +100,7 @@ func TestServeClosesIdleAndExcessConnections(t *testing.T) {
 	conn, err := grpc.NewClient(addr, grpc.WithTransportCredentials(insecure.NewCredentials()))
 	require.NoError(t, err)
 	defer conn.Close()
-	cctx, ccancel := context.WithTimeout(metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer secret"), 10*time.Second)
+	cctx, ccancel := context.WithTimeout(metadata.AppendToOutgoingContext(ctx, "authorization", "Bearer "+collectorToken), 10*time.Second)
 	defer ccancel()
 	_, err = pb.NewResultForwarderClient(conn).Forward(cctx, &pb.ForwardRequest{})
 	require.NoError(t, err)
@@ -109,7 +109,7 @@ func TestServeClosesIdleAndExcessConnections(t *testing.T) {
 
 	req, err := http.NewRequest(http.MethodGet, "http://"+httpAddr+"/metrics", nil)
 	require.NoError(t, err)
-	req.Header.Set("Authorization", "Bearer secret")
+	req.Header.Set("Authorization", "Bearer "+collectorToken)
 	var body []byte
 	require.Eventually(t, func() bool { // a place frees when an idle connection is closed
 		hresp, err := http.DefaultClient.Do(req)

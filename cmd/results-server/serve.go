@@ -33,18 +33,21 @@ const shutdownTimeout = 10 * time.Second
 
 type serveOptions struct {
 	listen, db, tokenFile, tlsCert, tlsKey, clientCA, httpListen, logLevel string
-	limits                                                                 limitOptions
-	retention                                                              retentionOptions
-	ingest                                                                 ingestOptions
+	// dbFrom says where db came from (see dbFlags.dsn).
+	dbFrom    string
+	limits    limitOptions
+	retention retentionOptions
+	ingest    ingestOptions
 }
 
 func parseServeFlags(args []string, stderr io.Writer) (serveOptions, error) {
 	var o serveOptions
+	var db dbFlags
 	fs := flag.NewFlagSet("serve", flag.ContinueOnError)
 	fs.SetOutput(stderr)
 	fs.StringVar(&o.listen, "listen", "", "gRPC listen address, host:port (required)")
-	fs.StringVar(&o.db, "db", DefaultDB, "database: sqlite:///abs/path.db, sqlite://./rel.db or postgres://user:pass@host:port/db?sslmode=disable")
-	fs.StringVar(&o.tokenFile, "token-file", "", "file of accepted bearer tokens, one per line with what each may do: TOKEN [read] [write=CLUSTER,...] (a token alone reads and writes every cluster)")
+	db.register(fs, "database: sqlite:///abs/path.db, sqlite://./rel.db or postgres://user:pass@host:port/db?sslmode=disable")
+	fs.StringVar(&o.tokenFile, "token-file", "", "file of accepted bearer tokens, one per line with what each may do: TOKEN [read] [write=CLUSTER,...] (a token alone reads and writes every cluster; at least 32 bytes)")
 	fs.StringVar(&o.tlsCert, "tls-cert", "", "TLS certificate file (PEM); with --tls-key, serves TLS")
 	fs.StringVar(&o.tlsKey, "tls-key", "", "TLS private key file (PEM)")
 	fs.StringVar(&o.clientCA, "client-ca", "", "CA file (PEM) client certificates must chain to: mutual TLS")
@@ -59,11 +62,13 @@ func parseServeFlags(args []string, stderr io.Writer) (serveOptions, error) {
 	if err := errors.Join(o.limits.validate(), o.retention.validate(), o.ingest.validate()); err != nil {
 		return serveOptions{}, usageError{fmt.Errorf("serve: %w", err)}
 	}
+	var err error
+	if o.db, o.dbFrom, err = db.dsn(fs, os.Getenv); err != nil {
+		return serveOptions{}, usageError{fmt.Errorf("serve: %w", err)}
+	}
 	switch {
 	case o.listen == "":
 		return serveOptions{}, usageError{errors.New("serve: --listen is required")}
-	case o.db == "":
-		return serveOptions{}, usageError{errors.New("serve: --db must not be empty")}
 	case (o.tlsCert == "") != (o.tlsKey == ""):
 		return serveOptions{}, usageError{errors.New("serve: --tls-cert and --tls-key go together")}
 	case o.clientCA != "" && o.tlsCert == "":
@@ -171,6 +176,10 @@ func serve(ctx context.Context, o serveOptions, logger *zap.Logger) error {
 	}
 	if tlsCfg == nil && len(tokens) == 0 {
 		logger.Warn("no TLS and no tokens: any client that reaches the port can forward results")
+	}
+	if o.dbFrom == "--db" && hasPassword(o.db) {
+		logger.Warn("the --db DSN holds a password, which every user of this machine can read in the process list: " +
+			"use --db-file or $" + DBEnv)
 	}
 	logger.Info("serving", zap.String("grpc", lis.Addr().String()), zap.String("security", security),
 		zap.Int("tokens", len(tokens)), zap.String("http", o.httpListen))

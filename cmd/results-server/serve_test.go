@@ -38,13 +38,17 @@ import (
 var defaultLimits = limitOptions{
 	grpc: resultsserver.Limits{MaxRecvMsgSize: 4 << 20, MaxResults: 10000, MaxConcurrentStreams: 32,
 		MaxHeaderBytes: 16 << 10, RequestTimeout: time.Minute, HandshakeTimeout: 10 * time.Second,
-		MaxConnectionIdle: 5 * time.Minute},
+		MaxConnectionIdle: 5 * time.Minute, IngestBudget: 64 << 20, MaxConcurrentQueries: 4,
+		QueryQueueWait: time.Second, QueryTimeout: 30 * time.Second, MaxWriteConns: 8, AuthFailures: 10},
 	maxConcurrentStreams: 32, maxHeaderBytes: 16 << 10, maxConnections: 512, httpMaxConnections: 128,
 	httpReadHeaderTimeout: 10 * time.Second, httpReadTimeout: 30 * time.Second, httpWriteTimeout: time.Minute,
-	httpIdleTimeout: time.Minute,
-	silent:          resultsserver.ConnLimits{MaxSilentPerSource: 128, FirstCallTimeout: 10 * time.Second},
-	httpSilent:      resultsserver.ConnLimits{MaxSilentPerSource: 32, FirstCallTimeout: 10 * time.Second},
+	httpIdleTimeout: time.Minute, httpMaxConcurrentStreams: 16,
+	silent:     resultsserver.ConnLimits{MaxSilentPerSource: 128, FirstCallTimeout: 10 * time.Second},
+	httpSilent: resultsserver.ConnLimits{MaxSilentPerSource: 32, FirstCallTimeout: 10 * time.Second},
 }
+
+// collectorToken is the token of the tests that serve with a token file.
+const collectorToken = "collector-secret-0123456789abcdef"
 
 func TestParseServeFlags(t *testing.T) {
 	tests := []struct {
@@ -53,17 +57,17 @@ func TestParseServeFlags(t *testing.T) {
 		wantErr string
 	}{{
 		args: []string{"--listen", ":7443"},
-		want: serveOptions{listen: ":7443", db: DefaultDB, logLevel: "info", limits: defaultLimits, retention: defaultRetention, ingest: defaultIngest},
+		want: serveOptions{listen: ":7443", db: DefaultDB, dbFrom: "default", logLevel: "info", limits: defaultLimits, retention: defaultRetention, ingest: defaultIngest},
 	}, {
 		args: []string{"--listen", "127.0.0.1:7443", "--db", "postgres://u:p@db:5432/results?sslmode=disable",
 			"--token-file", "tokens", "--tls-cert", "c.pem", "--tls-key", "k.pem", "--client-ca", "ca.pem",
 			"--http-listen", ":8080", "--log-level", "debug"},
-		want: serveOptions{listen: "127.0.0.1:7443", db: "postgres://u:p@db:5432/results?sslmode=disable",
+		want: serveOptions{listen: "127.0.0.1:7443", db: "postgres://u:p@db:5432/results?sslmode=disable", dbFrom: "--db",
 			tokenFile: "tokens", tlsCert: "c.pem", tlsKey: "k.pem", clientCA: "ca.pem", httpListen: ":8080", logLevel: "debug",
 			limits: defaultLimits, retention: defaultRetention, ingest: defaultIngest},
 	}, {
 		args: []string{"-listen=:1", "-db=sqlite:///var/lib/results.db"},
-		want: serveOptions{listen: ":1", db: "sqlite:///var/lib/results.db", logLevel: "info", limits: defaultLimits, retention: defaultRetention, ingest: defaultIngest},
+		want: serveOptions{listen: ":1", db: "sqlite:///var/lib/results.db", dbFrom: "--db", logLevel: "info", limits: defaultLimits, retention: defaultRetention, ingest: defaultIngest},
 	}, {
 		args: []string{"--listen", ":1", "--max-recv-msg-size", "1048576", "--max-results-per-request", "500",
 			"--max-concurrent-streams", "4", "--max-header-bytes", "8192", "--request-timeout", "5s",
@@ -71,18 +75,26 @@ func TestParseServeFlags(t *testing.T) {
 			"--http-max-connections", "3", "--http-read-header-timeout", "1s", "--http-read-timeout", "2s",
 			"--http-write-timeout", "3s", "--http-idle-timeout", "4s", "--first-call-timeout", "5s",
 			"--max-silent-connections-per-source", "6", "--http-first-request-timeout", "7s",
-			"--http-max-silent-connections-per-source", "8"},
-		want: serveOptions{listen: ":1", db: DefaultDB, logLevel: "info", limits: limitOptions{
+			"--http-max-silent-connections-per-source", "8", "--http-max-concurrent-streams", "8",
+			"--ingest-budget", "33554432", "--max-concurrent-queries", "2", "--query-queue-wait", "100ms",
+			"--query-timeout", "5s", "--db-max-write-conns", "3", "--auth-failures-per-minute", "5"},
+		want: serveOptions{listen: ":1", db: DefaultDB, dbFrom: "default", logLevel: "info", limits: limitOptions{
 			grpc: resultsserver.Limits{MaxRecvMsgSize: 1 << 20, MaxResults: 500, MaxConcurrentStreams: 4,
 				MaxHeaderBytes: 8192, RequestTimeout: 5 * time.Second, HandshakeTimeout: 2 * time.Second,
-				MaxConnectionIdle: time.Minute},
+				MaxConnectionIdle: time.Minute, IngestBudget: 32 << 20, MaxConcurrentQueries: 2,
+				QueryQueueWait: 100 * time.Millisecond, QueryTimeout: 5 * time.Second, MaxWriteConns: 3, AuthFailures: 5},
 			maxConcurrentStreams: 4, maxHeaderBytes: 8192, maxConnections: 10, httpMaxConnections: 3,
 			httpReadHeaderTimeout: time.Second, httpReadTimeout: 2 * time.Second, httpWriteTimeout: 3 * time.Second,
-			httpIdleTimeout: 4 * time.Second,
-			silent:          resultsserver.ConnLimits{MaxSilentPerSource: 6, FirstCallTimeout: 5 * time.Second},
-			httpSilent:      resultsserver.ConnLimits{MaxSilentPerSource: 8, FirstCallTimeout: 7 * time.Second},
+			httpIdleTimeout: 4 * time.Second, httpMaxConcurrentStreams: 8,
+			silent:     resultsserver.ConnLimits{MaxSilentPerSource: 6, FirstCallTimeout: 5 * time.Second},
+			httpSilent: resultsserver.ConnLimits{MaxSilentPerSource: 8, FirstCallTimeout: 7 * time.Second},
 		}, retention: defaultRetention, ingest: defaultIngest},
 	},
+		{args: []string{"--listen", ":1", "--ingest-budget", "1048576"},
+			wantErr: "serve: ingest budget 1048576 bytes: want at least 27942912, what one request of the max receive message size (4194304 bytes) and max results (10000) may cost"},
+		{args: []string{"--listen", ":1", "--max-concurrent-queries", "0", "--http-max-concurrent-streams", "0"},
+			wantErr: "serve: --max-concurrent-queries must be positive\n--http-max-concurrent-streams must be positive"},
+		{args: []string{"--listen", ":1", "--db", "sqlite://./a.db", "--db-file", "dsn"}, wantErr: "serve: --db and --db-file: give one"},
 		{args: []string{"--listen", ":1", "--max-recv-msg-size", "0"}, wantErr: "serve: --max-recv-msg-size must be positive"},
 		{args: []string{"--listen", ":1", "--max-connections", "-1", "--http-idle-timeout", "0s"},
 			wantErr: "serve: --max-connections must be positive\n--http-idle-timeout must be positive"},
@@ -140,7 +152,7 @@ func TestServe(t *testing.T) {
 			dir := t.TempDir()
 			files := certs.Write(t, dir)
 			tokenFile := filepath.Join(dir, "tokens")
-			require.NoError(t, os.WriteFile(tokenFile, []byte("# the test collector\ncollector-secret\n"), 0o600))
+			require.NoError(t, os.WriteFile(tokenFile, []byte("# the test collector\n"+collectorToken+"\n"), 0o600))
 			ports, err := freeport.Ports(2)
 			require.NoError(t, err)
 			addr, httpAddr := "127.0.0.1:"+strconv.Itoa(ports[0]), "127.0.0.1:"+strconv.Itoa(ports[1])
@@ -179,7 +191,7 @@ func TestServe(t *testing.T) {
 			}
 			_, err = forward("wrong")
 			assert.Equal(t, codes.Unauthenticated, status.Code(err), "%v", err)
-			resp, err := forward("collector-secret")
+			resp, err := forward(collectorToken)
 			require.NoError(t, err)
 			assert.Equal(t, uint32(1), resp.GetAccepted())
 			assert.FileExists(t, filepath.Join(dir, "data", "results.db"), "the database directory is created")
@@ -188,7 +200,7 @@ func TestServe(t *testing.T) {
 			defer hc.CloseIdleConnections()
 			req, err := http.NewRequest(http.MethodGet, "https://"+httpAddr+"/v1/fleet", nil)
 			require.NoError(t, err)
-			req.Header.Set("Authorization", "Bearer collector-secret")
+			req.Header.Set("Authorization", "Bearer "+collectorToken)
 			hresp, err := hc.Do(req)
 			require.NoError(t, err)
 			defer hresp.Body.Close()
@@ -205,7 +217,7 @@ func TestServe(t *testing.T) {
 				require.NoError(t, err)
 				defer noCert.Close()
 				ctx, cancel := context.WithTimeout(metadata.AppendToOutgoingContext(context.Background(),
-					"authorization", "Bearer collector-secret"), 10*time.Second)
+					"authorization", "Bearer "+collectorToken), 10*time.Second)
 				defer cancel()
 				_, err = pb.NewResultForwarderClient(noCert).Forward(ctx, &pb.ForwardRequest{Results: []*pb.Result{sampleResult("west")}})
 				assert.Equal(t, codes.Unavailable, status.Code(err), "a client without a certificate: %v", err)
@@ -223,16 +235,22 @@ func TestServeFailsEarly(t *testing.T) {
 	defer taken.Close()
 	empty := filepath.Join(dir, "tokens")
 	require.NoError(t, os.WriteFile(empty, []byte("\n"), 0o600))
+	// A token of the grants' format shorter than the minimum, named by its line, never by its value.
+	short := filepath.Join(dir, "short-tokens")
+	require.NoError(t, os.WriteFile(short, []byte("# a collector\nshort-secret write=east read\n"), 0o600))
 	for _, tt := range []struct {
 		o       serveOptions
 		wantErr string
 	}{
 		{serveOptions{listen: "127.0.0.1:0", db: "sqlite://" + dir + "/r.db", tokenFile: empty}, "token file: " + empty + " has no tokens"},
+		{serveOptions{listen: "127.0.0.1:0", db: "sqlite://" + dir + "/r.db", tokenFile: short},
+			"resultsserver: " + short + ":2: token of 12 bytes: want at least 32 (make one with `openssl rand -hex 32`)"},
 		{serveOptions{listen: "127.0.0.1:0", db: "sqlite://" + dir + "/r.db", tlsCert: dir + "/c.pem", tlsKey: dir + "/k.pem"}, "TLS certificate: open " + dir + "/c.pem: no such file or directory"},
 		{serveOptions{listen: "127.0.0.1:0", db: "mysql://x"}, "resultsserver: database mysql://x: want a sqlite:// or postgres:// DSN"},
 		{serveOptions{listen: taken.Addr().String(), db: "sqlite://" + dir + "/r.db"}, "address already in use"},
 	} {
 		err := serve(context.Background(), tt.o, zap.NewNop())
 		assert.ErrorContains(t, err, tt.wantErr, "%+v", tt.o)
+		assert.NotContains(t, err.Error(), "short-secret", "a token is never in an error")
 	}
 }

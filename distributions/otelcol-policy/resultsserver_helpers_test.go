@@ -22,7 +22,7 @@ import (
 )
 
 // resultsToken is the one bearer token of the results servers the tests start.
-const resultsToken = "s3cret-token"
+const resultsToken = "s3cret-token-0123456789abcdef-0123"
 
 // resultsServerBinary is bin/results-server, built by `make build` next to the collector.
 func resultsServerBinary(t *testing.T) string {

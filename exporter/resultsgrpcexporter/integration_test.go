@@ -277,7 +277,7 @@ func newTokenHost(t *testing.T, token string) tokenHost {
 }
 
 func testToken(t *testing.T, dsn string) {
-	const right, wrong = "right-token-0123456789", "wrong-token-9876543210"
+	const right, wrong = "right-token-0123456789abcdef-01234", "wrong-token-9876543210fedcba-43210"
 	p := newPKI(t)
 	// bearertokenauth sends its token only over TLS.
 	srv := startServer(t, dsn, withTLS(p.serverTLS(false)), withTokens(right))

@@ -70,6 +70,8 @@ type testServer struct {
 	creds  credentials.TransportCredentials
 	// extra are gRPC server options of the test, such as interceptors that inject faults.
 	extra []grpc.ServerOption
+	// limits are the server's; the zero value takes its defaults.
+	limits resultsserver.Limits
 
 	addr string
 	mu   sync.Mutex
@@ -85,6 +87,7 @@ func withTokens(tokens ...string) serverOption { return func(s *testServer) { s.
 func withTLS(cfg *tls.Config) serverOption {
 	return func(s *testServer) { s.creds = credentials.NewTLS(cfg) }
 }
+func withLimits(l resultsserver.Limits) serverOption { return func(s *testServer) { s.limits = l } }
 func withServerOptions(opts ...grpc.ServerOption) serverOption {
 	return func(s *testServer) { s.extra = append(s.extra, opts...) }
 }
@@ -108,7 +111,7 @@ func (s *testServer) open() {
 	for _, t := range s.tokens {
 		tokens = append(tokens, resultsserver.FullAccess(t))
 	}
-	srv, err := resultsserver.Open(context.Background(), resultsserver.Config{DB: s.dsn, Tokens: tokens, Logger: zap.NewNop()})
+	srv, err := resultsserver.Open(context.Background(), resultsserver.Config{DB: s.dsn, Tokens: tokens, Limits: s.limits, Logger: zap.NewNop()})
 	require.NoError(s.t, err)
 	s.mu.Lock()
 	s.srv = srv

@@ -8,7 +8,6 @@ import (
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/hex"
-	"errors"
 	"fmt"
 	"strings"
 	"sync"
@@ -77,8 +76,8 @@ func newPrincipals(tokens []Token) ([]*principal, error) {
 		if name == "" {
 			name = fmt.Sprintf("token %d", i+1)
 		}
-		if t.Secret == "" {
-			return nil, errors.New("empty token")
+		if err := checkToken(t.Secret); err != nil {
+			return nil, fmt.Errorf("%s: %w", name, err)
 		}
 		if first, ok := seen[t.Secret]; ok {
 			// Which of its grants would apply?
@@ -122,10 +121,10 @@ func principalOf(ctx context.Context) *principal {
 // which runs only after the request was read and decoded. (A stream interceptor could check before RecvMsg,
 // but only once gRPC has started a handler for the call and given it a stream.)
 //
-// It also gives every call its deadline, Limits.RequestTimeout.
+// It also gives every call its deadline, Limits.RequestTimeout, and admits it to the ingest budget (see admit).
 //
 // gRPC calls it with the connection's lock held: it does nothing but compare tokens, prove the connection (an
-// atomic load once it was) and start a timer.
+// atomic load once it was), start a timer and count.
 func (s *Server) tapCall(ctx context.Context, info *tap.Info) (context.Context, error) {
 	if len(s.tokens) > 0 {
 		p := s.bearerPrincipal(info.Header.Get("authorization"))
@@ -152,7 +151,7 @@ func (s *Server) tapCall(ctx context.Context, info *tap.Info) (context.Context, 
 	// The stream's context is the parent: when the call ends, gRPC cancels it, which stops this timer.
 	ctx, cancel := context.WithTimeout(ctx, s.limits.RequestTimeout) //nolint:gosec // G118: cancelled with the stream, above
 	_ = cancel
-	return ctx, nil
+	return s.admit(ctx)
 }
 
 // authorized accepts exactly one "authorization" value, "Bearer <token>" with a configured token that may

@@ -4,6 +4,7 @@
 package resultsserver
 
 import (
+	"cmp"
 	"context"
 	"database/sql"
 	"errors"
@@ -12,6 +13,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 	_ "modernc.org/sqlite"             // database/sql driver "sqlite"
@@ -33,12 +35,15 @@ type dialect struct {
 	// like is the operator of the fleet view's text search, which ignores case: SQLite's LIKE ignores ASCII
 	// case, PostgreSQL's does not.
 	like string
+	// byteOrder follows a name in ORDER BY so that names sort by their bytes, as SQLite's default BINARY
+	// collation does; PostgreSQL's database collation may differ, and pages must cut alike.
+	byteOrder string
 }
 
 var (
 	sqliteDialect   = dialect{name: "sqlite", like: "LIKE"}
 	postgresDialect = dialect{name: "postgres", migrationLock: `SELECT pg_advisory_xact_lock(7202611221)`,
-		skipLocked: " FOR UPDATE SKIP LOCKED", copyRows: true, like: "ILIKE"}
+		skipLocked: " FOR UPDATE SKIP LOCKED", copyRows: true, like: "ILIKE", byteOrder: ` COLLATE "C"`}
 )
 
 // sqlitePragmas: WAL lets the fleet view read while a request writes; busy_timeout makes concurrent writers
@@ -49,8 +54,43 @@ var (
 // memory as the tables grow (it cut a third of the ingest's system time).
 const sqlitePragmas = "_pragma=journal_mode(WAL)&_pragma=busy_timeout(10000)&_pragma=cache_size(-32768)&_txlock=immediate"
 
-// openDB opens the database a DSN names, creating an SQLite file's directory.
-func openDB(ctx context.Context, dsn string) (*sql.DB, dialect, error) {
+// sqliteReadPragmas are the fleet view's connections': read only, and SQLite's default cache of 2 MiB, which
+// also bounds a query's sorter before it spills to a temporary file. A query reads its pages once, so a larger
+// cache would only hold what one query read, once per connection.
+const sqliteReadPragmas = "_pragma=busy_timeout(10000)&_pragma=cache_size(-2048)&_pragma=query_only(1)"
+
+// maxIdle closes a pool's connection unused for this long, and its page cache with it.
+const maxIdle = time.Minute
+
+// pools are the database's connection pools: write stores requests and prunes (SQLite's one writer, or
+// Limits.MaxWriteConns PostgreSQL connections); read answers the fleet view, one connection per query slot.
+func openPools(ctx context.Context, dsn string, l Limits) (write, read *sql.DB, d dialect, err error) {
+	write, d, err = openDB(ctx, dsn, "")
+	if err != nil {
+		return nil, nil, d, err
+	}
+	writers := l.MaxWriteConns
+	if !d.copyRows {
+		// SQLite takes one writer at a time: the group commit, or a prune.
+		writers = 1
+	}
+	write.SetMaxOpenConns(writers)
+	write.SetMaxIdleConns(writers)
+	write.SetConnMaxIdleTime(maxIdle)
+	read, _, err = openDB(ctx, dsn, sqliteReadPragmas)
+	if err != nil {
+		write.Close()
+		return nil, nil, d, err
+	}
+	read.SetMaxOpenConns(l.MaxConcurrentQueries)
+	read.SetMaxIdleConns(l.MaxConcurrentQueries)
+	read.SetConnMaxIdleTime(maxIdle)
+	return write, read, d, nil
+}
+
+// openDB opens the database a DSN names, creating an SQLite file's directory. pragmas replace sqlitePragmas
+// when set.
+func openDB(ctx context.Context, dsn, pragmas string) (*sql.DB, dialect, error) {
 	switch {
 	case strings.HasPrefix(dsn, "sqlite://"):
 		path := strings.TrimPrefix(dsn, "sqlite://")
@@ -60,7 +100,7 @@ func openDB(ctx context.Context, dsn string) (*sql.DB, dialect, error) {
 		if err := os.MkdirAll(filepath.Dir(path), 0o750); err != nil {
 			return nil, dialect{}, fmt.Errorf("database directory: %w", err)
 		}
-		db, err := sql.Open("sqlite", path+"?"+sqlitePragmas)
+		db, err := sql.Open("sqlite", path+"?"+cmp.Or(pragmas, sqlitePragmas))
 		if err != nil {
 			return nil, dialect{}, err
 		}

@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"slices"
 	"strings"
 	"time"
 
@@ -174,7 +173,7 @@ type Vulnerability struct {
 
 // FleetView is the current state of the results a filter selects: resolved results are left out everywhere.
 type FleetView struct {
-	// Clusters are sorted by name, Policies by cluster, source and policy.
+	// Clusters are sorted by name, Policies by cluster, source and policy (names by their bytes).
 	Clusters []ClusterCounts `json:"clusters"`
 	Policies []PolicyCounts  `json:"policies"`
 	// Failing are the results with outcome fail or error (an error is a policy that could not be evaluated,
@@ -189,7 +188,7 @@ func (s *Server) Fleet(ctx context.Context, f Filter) (FleetView, error) {
 	if err := f.Validate(); err != nil {
 		return FleetView{}, err
 	}
-	v, err := s.store.counts(ctx, f)
+	v, _, err := s.store.counts(ctx, f, 0)
 	if err != nil {
 		return FleetView{}, err
 	}
@@ -245,55 +244,46 @@ func (f Filter) where(d dialect) (string, []any) {
 
 var likeEscaper = strings.NewReplacer(`\`, `\\`, `%`, `\%`, `_`, `\_`)
 
-func (s *store) counts(ctx context.Context, f Filter) (FleetView, error) {
-	groups, err := s.currentGroups(ctx, f)
-	if err != nil {
-		return FleetView{}, err
+// counts counts the filter's results per cluster and per cluster, source and policy, sorted by name (by their
+// bytes, in both databases), at most limit of each (0: all); truncated says that limit left some out.
+func (s *store) counts(ctx context.Context, f Filter, limit int) (v FleetView, truncated bool, err error) {
+	where, args := f.where(s.d)
+	var cut string
+	if limit > 0 {
+		cut = fmt.Sprintf(" LIMIT %d", limit+1)
 	}
-	clusters := map[string]*ClusterCounts{}
-	policies := map[[3]string]*PolicyCounts{}
-	for _, g := range groups {
-		c := clusters[g.cluster]
-		if c == nil {
-			c = &ClusterCounts{Cluster: g.cluster}
-			clusters[g.cluster] = c
-		}
-		c.add(g.outcome, g.n)
-		k := [3]string{g.cluster, g.source, g.policy}
-		p := policies[k]
-		if p == nil {
-			p = &PolicyCounts{Cluster: g.cluster, Source: g.source, Policy: g.policy}
-			policies[k] = p
-		}
-		p.add(g.outcome, g.n)
+	v = FleetView{Clusters: []ClusterCounts{}, Policies: []PolicyCounts{}}
+	//nolint:gosec // G202: where joins fixed column names and numbered placeholders; values are arguments
+	if err := s.scanRows(ctx, `SELECT cluster, `+countsSQL+` FROM results`+where+` GROUP BY cluster ORDER BY cluster`+
+		s.d.byteOrder+cut, args, func(rows *sql.Rows) error {
+		v.Clusters = append(v.Clusters, ClusterCounts{})
+		last := &v.Clusters[len(v.Clusters)-1]
+		return rows.Scan(append([]any{&last.Cluster}, last.countsDest()...)...)
+	}); err != nil {
+		return FleetView{}, false, err
 	}
-	// Sorted here rather than in SQL: the databases' collations differ, the view must not.
-	v := FleetView{Clusters: []ClusterCounts{}, Policies: []PolicyCounts{}}
-	for _, c := range clusters {
-		v.Clusters = append(v.Clusters, *c)
+	//nolint:gosec // G202: as above
+	if err := s.scanRows(ctx, `SELECT cluster, source, policy, `+countsSQL+` FROM results`+where+
+		` GROUP BY cluster, source, policy ORDER BY cluster`+s.d.byteOrder+`, source`+s.d.byteOrder+`, policy`+
+		s.d.byteOrder+cut, args, func(rows *sql.Rows) error {
+		v.Policies = append(v.Policies, PolicyCounts{})
+		last := &v.Policies[len(v.Policies)-1]
+		return rows.Scan(append([]any{&last.Cluster, &last.Source, &last.Policy}, last.countsDest()...)...)
+	}); err != nil {
+		return FleetView{}, false, err
 	}
-	slices.SortFunc(v.Clusters, func(a, b ClusterCounts) int { return strings.Compare(a.Cluster, b.Cluster) })
-	for _, p := range policies {
-		v.Policies = append(v.Policies, *p)
+	if limit > 0 && len(v.Clusters) > limit {
+		v.Clusters, truncated = v.Clusters[:limit], true
 	}
-	slices.SortFunc(v.Policies, func(a, b PolicyCounts) int {
-		return compareAll(a.Cluster, b.Cluster, a.Source, b.Source, a.Policy, b.Policy)
-	})
-	return v, nil
-}
-
-// compareAll compares pairs of strings in order, (a1, b1, a2, b2, ...).
-func compareAll(pairs ...string) int {
-	for i := 0; i+1 < len(pairs); i += 2 {
-		if c := strings.Compare(pairs[i], pairs[i+1]); c != 0 {
-			return c
-		}
+	if limit > 0 && len(v.Policies) > limit {
+		v.Policies, truncated = v.Policies[:limit], true
 	}
-	return 0
+	return v, truncated, nil
 }
 
 // failing lists the failing results. The database orders them, so that a limit cuts at the same place as the
-// full list would; with PostgreSQL, the order of names follows the database's collation.
+// full list would; with PostgreSQL, the order of names follows the database's collation. The list also stops
+// once its text passes MaxListBytes; the bool says whether it was cut.
 func (s *store) failing(ctx context.Context, f Filter) ([]FailingResult, bool, error) {
 	where, args := f.where(s.d)
 	//nolint:gosec // G202: where joins fixed column names and numbered placeholders; values are arguments
@@ -303,14 +293,14 @@ func (s *store) failing(ctx context.Context, f Filter) ([]FailingResult, bool, e
 		// One more than asked tells whether the list was cut.
 		q += fmt.Sprintf(" LIMIT %d", f.Limit+1)
 	}
-	out, err := s.queryCurrent(ctx, q, args...)
+	out, cut, err := s.queryCurrent(ctx, MaxListBytes, q, args...)
 	if err != nil {
 		return nil, false, err
 	}
 	if f.Limit > 0 && len(out) > f.Limit {
 		return out[:f.Limit], true, nil
 	}
-	return out, false, nil
+	return out, cut, nil
 }
 
 // currentColumns are the columns of a current result that scanCurrent reads, in its order.
@@ -320,22 +310,46 @@ const currentColumns = `key, id, cluster, source, policy, rule, category, severi
 	vulnerability_reference, package_name, package_version, package_fixed_version, package_path, package_type,
 	failed_checks`
 
-// queryCurrent runs a query selecting currentColumns.
-func (s *store) queryCurrent(ctx context.Context, q string, args ...any) ([]FailingResult, error) {
-	rows, err := s.db.QueryContext(ctx, q, args...)
+// MaxListBytes bounds the text of a failing list a query reads (messages, names), whatever the number
+// of rows: a limit of 10,000 rows of messages as long as a request allows would be gigabytes. The list stops at
+// the row that passes it.
+const MaxListBytes = 4 << 20
+
+// queryCurrent runs a query selecting currentColumns, reading rows until their text passes maxBytes (0: all);
+// cut says that rows were left.
+func (s *store) queryCurrent(ctx context.Context, maxBytes int, q string, args ...any) (out []FailingResult, cut bool, err error) {
+	rows, err := s.read.QueryContext(ctx, q, args...)
 	if err != nil {
-		return nil, err
+		return nil, false, err
 	}
 	defer rows.Close()
-	out := []FailingResult{}
+	out = []FailingResult{}
+	size := 0
 	for rows.Next() {
+		if maxBytes > 0 && size > maxBytes {
+			return out, true, nil
+		}
 		r, err := scanCurrent(rows)
 		if err != nil {
-			return nil, err
+			return nil, false, err
 		}
 		out = append(out, r)
+		size += r.textSize()
 	}
-	return out, rows.Err()
+	return out, false, rows.Err()
+}
+
+// textSize is about what a result's text takes, the measure of MaxListBytes.
+func (r *FailingResult) textSize() int {
+	n := len(r.Key) + len(r.ID) + len(r.Cluster) + len(r.Source) + len(r.Policy) + len(r.Rule) + len(r.Category) +
+		len(r.Severity) + len(r.Outcome) + len(r.Message) + len(r.State) +
+		len(r.Resource.APIVersion) + len(r.Resource.Kind) + len(r.Resource.Namespace) + len(r.Resource.Name) +
+		len(r.Resource.UID) + len(r.Report.Kind) + len(r.Report.Namespace) + len(r.Report.Name)
+	if v := r.Vulnerability; v != nil {
+		n += len(v.ID) + len(v.ScoreVersion) + len(v.Reference) + len(v.PackageName) + len(v.PackageVersion) +
+			len(v.PackageFixedVersion) + len(v.PackagePath) + len(v.PackageType)
+	}
+	return n
 }
 
 func scanCurrent(rows *sql.Rows) (FailingResult, error) {

@@ -163,8 +163,14 @@ func TestFleetHTTP(t *testing.T) {
 		  "policies": [
 		    {"cluster": "west", "source": "kyverno", "policy": "require-labels", "pass": 0, "fail": 1, "warn": 0, "error": 0, "skip": 1, "total": 2},
 		    {"cluster": "west", "source": "trivy", "policy": "CVE-2026-1234", "pass": 0, "fail": 1, "warn": 0, "error": 0, "skip": 0, "total": 1}
-		  ]
+		  ],
+		  "truncated": false
 		}`, body)
+
+		code, body = get(http.MethodGet, "/v1/fleet?limit=1")
+		assert.Equal(t, http.StatusOK, code)
+		assert.Equal(t, 1, strings.Count(body, `"source"`), "one policy row")
+		assert.Contains(t, body, `"truncated": true`)
 
 		trivy := fleetInputs[6].model()
 		code, body = get(http.MethodGet, "/v1/fleet/failing?cluster=west&namespace=shop&severity=critical&source=trivy&policy=CVE-2026-1234")
@@ -203,7 +209,7 @@ func TestFleetHTTP(t *testing.T) {
 			{"GET", "/v1/fleet?colour=red", 400, `{"error":"unknown parameter colour: want cluster, namespace, cluster_wide, policy, rule, severity, source, kind, vulnerability, min_score, fixable, q"}`},
 			{"GET", "/v1/fleet?severity=urgent", 400, `{"error":"severity \"urgent\": want one of critical, high, medium, low, info"}`},
 			{"GET", "/v1/fleet/failing?cluster=a&cluster=b", 400, `{"error":"parameter cluster: given 2 times, want once"}`},
-			{"GET", "/v1/fleet?limit=5", 400, `{"error":"parameter limit: only /v1/fleet/failing takes it"}`},
+			{"GET", "/v1/fleet?limit=10001", 400, `{"error":"parameter limit \"10001\": want 1 to 10000"}`},
 			{"GET", "/v1/fleet/failing?limit=0", 400, `{"error":"parameter limit \"0\": want 1 to 10000"}`},
 			{"GET", "/v1/fleet/failing?limit=many", 400, `{"error":"parameter limit \"many\": want 1 to 10000"}`},
 			{"POST", "/v1/fleet", 405, ""},
@@ -219,12 +225,12 @@ func TestFleetHTTP(t *testing.T) {
 }
 
 func TestFleetHTTPTokens(t *testing.T) {
-	hs := httptest.NewServer(sqliteServer(t, "reader-secret").HTTPHandler())
+	hs := httptest.NewServer(sqliteServer(t, readerToken).HTTPHandler())
 	t.Cleanup(hs.Close)
 	for _, tt := range []struct {
 		authorization string
 		code          int
-	}{{"", 401}, {"Bearer wrong", 401}, {"Basic reader-secret", 401}, {"Bearer reader-secret", 200}} {
+	}{{"", 401}, {"Bearer wrong", 401}, {"Basic " + readerToken, 401}, {"Bearer " + readerToken, 200}} {
 		req, err := http.NewRequest(http.MethodGet, hs.URL+"/v1/fleet", nil)
 		require.NoError(t, err)
 		if tt.authorization != "" {
@@ -238,7 +244,7 @@ func TestFleetHTTPTokens(t *testing.T) {
 		if tt.code == 401 {
 			assert.JSONEq(t, `{"error":"missing or invalid bearer token"}`, string(body))
 		} else {
-			assert.JSONEq(t, `{"clusters":[],"policies":[]}`, string(body))
+			assert.JSONEq(t, `{"clusters":[],"policies":[],"truncated":false}`, string(body))
 		}
 	}
 }

@@ -22,11 +22,17 @@ import (
 	pb "github.com/otelcol-policy/otelcol-policy/proto/policyresults/v1"
 )
 
+const (
+	eastToken    = "east-secret-0123456789abcdef-01234"
+	gatewayToken = "gateway-secret-0123456789abcdef-012"
+	adminToken   = "admin-secret-0123456789abcdef-0123"
+)
+
 var grantTokens = []Token{
-	{Secret: "east-secret", Write: []string{"east"}},
-	{Secret: "gateway-secret", Write: []string{AnyCluster}},
-	{Secret: "reader-secret", Read: true},
-	FullAccess("admin-secret"),
+	{Secret: eastToken, Write: []string{"east"}},
+	{Secret: gatewayToken, Write: []string{AnyCluster}},
+	{Secret: readerToken, Read: true},
+	FullAccess(adminToken),
 }
 
 func bearerContext(token string) context.Context {
@@ -42,22 +48,22 @@ func TestClusterGrants(t *testing.T) {
 	west := spec{cluster: "west", policy: "p", name: "a", outcome: policyresult.OutcomeFail, observed: 1}
 	unnamed := spec{policy: "p", name: "b", outcome: policyresult.OutcomeFail, observed: 1}
 
-	resp, err := callForward(client, bearerContext("east-secret"), batch(east.pb(), west.pb()))
+	resp, err := callForward(client, bearerContext(eastToken), batch(east.pb(), west.pb()))
 	require.NoError(t, err)
 	assert.Equal(t, uint32(1), resp.GetAccepted())
 	assert.Equal(t, []*pb.Rejection{{Index: 1, Id: idOf(west), Reason: `this token may not write results of cluster "west"`}}, resp.GetRejected())
 
 	// The cluster from extra_metadata is the one checked.
-	resp, err = callForward(client, bearerContext("east-secret"), &pb.ForwardRequest{Results: []*pb.Result{unnamed.pb()},
+	resp, err = callForward(client, bearerContext(eastToken), &pb.ForwardRequest{Results: []*pb.Result{unnamed.pb()},
 		ExtraMetadata: map[string]string{policyresult.AttrClusterName: "west"}})
 	require.NoError(t, err)
 	assert.Zero(t, resp.GetAccepted())
-	resp, err = callForward(client, bearerContext("gateway-secret"), &pb.ForwardRequest{Results: []*pb.Result{unnamed.pb(), west.pb()},
+	resp, err = callForward(client, bearerContext(gatewayToken), &pb.ForwardRequest{Results: []*pb.Result{unnamed.pb(), west.pb()},
 		ExtraMetadata: map[string]string{policyresult.AttrClusterName: "west"}})
 	require.NoError(t, err)
 	assert.Equal(t, uint32(2), resp.GetAccepted())
 
-	_, err = callForward(client, bearerContext("reader-secret"), batch(east.pb()))
+	_, err = callForward(client, bearerContext(readerToken), batch(east.pb()))
 	assert.Equal(t, codes.PermissionDenied, status.Code(err), "%v", err)
 
 	m := metricsText(t, s)
@@ -66,7 +72,7 @@ func TestClusterGrants(t *testing.T) {
 
 	hs := httptest.NewServer(s.HTTPHandler())
 	t.Cleanup(hs.Close)
-	for token, want := range map[string]int{"east-secret": 401, "gateway-secret": 401, "reader-secret": 200, "admin-secret": 200} {
+	for token, want := range map[string]int{eastToken: 401, gatewayToken: 401, readerToken: 200, adminToken: 200} {
 		req, err := http.NewRequest(http.MethodGet, hs.URL+"/v1/fleet", nil)
 		require.NoError(t, err)
 		req.Header.Set("Authorization", "Bearer "+token)
@@ -75,8 +81,8 @@ func TestClusterGrants(t *testing.T) {
 		resp.Body.Close()
 		assert.Equal(t, want, resp.StatusCode, token)
 	}
-	assert.True(t, s.validToken("reader-secret"), "the web UI signs in tokens that may read")
-	assert.False(t, s.validToken("east-secret"))
+	assert.True(t, s.validToken(readerToken), "the web UI signs in tokens that may read")
+	assert.False(t, s.validToken(eastToken))
 }
 
 func TestTokensAreChecked(t *testing.T) {
@@ -84,9 +90,9 @@ func TestTokensAreChecked(t *testing.T) {
 		tokens  []Token
 		wantErr string
 	}{
-		{[]Token{{Secret: ""}}, "resultsserver: empty token"},
-		{[]Token{FullAccess("a"), {Secret: "a", Read: true, Name: "line 7"}}, "resultsserver: line 7 repeats token 1"},
-		{[]Token{{Secret: "a", Write: []string{""}}}, "resultsserver: token 1: a cluster name is empty or holds a NUL"},
+		{[]Token{{Secret: ""}}, "resultsserver: token 1: empty token"},
+		{[]Token{FullAccess(adminToken), {Secret: adminToken, Read: true, Name: "line 7"}}, "resultsserver: line 7 repeats token 1"},
+		{[]Token{{Secret: adminToken, Write: []string{""}}}, "resultsserver: token 1: a cluster name is empty or holds a NUL"},
 	} {
 		_, err := Open(context.Background(), Config{DB: "sqlite://" + t.TempDir() + "/r.db", Tokens: tt.tokens})
 		assert.EqualError(t, err, tt.wantErr)

@@ -52,6 +52,12 @@ func callForward(c pb.ResultForwarderClient, ctx context.Context, req *pb.Forwar
 	return c.Forward(ctx, req)
 }
 
+// firstToken and secondToken are the tokens of the tests of the gRPC API's authentication.
+const (
+	firstToken  = "first-secret-0123456789abcdef-01234"
+	secondToken = "second-secret-0123456789abcdef-0123"
+)
+
 func sqliteServer(t *testing.T, tokens ...string) *Server {
 	return open(t, "sqlite://"+t.TempDir()+"/results.db", tokens...)
 }
@@ -90,7 +96,7 @@ func TestGRPCOverMutualTLS(t *testing.T) {
 func TestGRPCTokens(t *testing.T) {
 	core, logs := observer.New(zapcore.DebugLevel)
 	s, err := Open(context.Background(), Config{DB: "sqlite://" + t.TempDir() + "/results.db",
-		Tokens: fullAccess("first-secret", "second-secret"), Logger: zap.New(core)})
+		Tokens: fullAccess(firstToken, secondToken), Logger: zap.New(core)})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	client := dial(t, serveGRPC(t, s), insecure.NewCredentials())
@@ -101,12 +107,12 @@ func TestGRPCTokens(t *testing.T) {
 		want          codes.Code
 	}{
 		{"no token", nil, codes.Unauthenticated},
-		{"wrong token", []string{"Bearer wrong-secret"}, codes.Unauthenticated},
+		{"wrong token", []string{"Bearer wrong-secret-0123456789abcdef-01234"}, codes.Unauthenticated},
 		{"a prefix of a token", []string{"Bearer first"}, codes.Unauthenticated},
-		{"not a bearer token", []string{"Basic first-secret"}, codes.Unauthenticated},
-		{"two tokens", []string{"Bearer first-secret", "Bearer second-secret"}, codes.Unauthenticated},
-		{"first token", []string{"Bearer first-secret"}, codes.OK},
-		{"second token, scheme in lower case", []string{"bearer second-secret"}, codes.OK},
+		{"not a bearer token", []string{"Basic " + firstToken}, codes.Unauthenticated},
+		{"two tokens", []string{"Bearer " + firstToken, "Bearer " + secondToken}, codes.Unauthenticated},
+		{"first token", []string{"Bearer " + firstToken}, codes.OK},
+		{"second token, scheme in lower case", []string{"bearer " + secondToken}, codes.OK},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -133,13 +139,13 @@ func TestGRPCTokens(t *testing.T) {
 }
 
 func TestGRPCServerKeepsCallersInterceptors(t *testing.T) {
-	s := sqliteServer(t, "token")
+	s := sqliteServer(t, firstToken)
 	var called bool
 	addr := serveGRPC(t, s, grpc.ChainUnaryInterceptor(func(ctx context.Context, req any, _ *grpc.UnaryServerInfo, h grpc.UnaryHandler) (any, error) {
 		called = true
 		return h(ctx, req)
 	}))
-	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer token")
+	ctx := metadata.AppendToOutgoingContext(context.Background(), "authorization", "Bearer "+firstToken)
 	_, err := callForward(dial(t, addr, insecure.NewCredentials()), ctx, batch(podA.pb()))
 	require.NoError(t, err)
 	assert.True(t, called)

@@ -3,11 +3,7 @@
 
 package resultsserver
 
-import (
-	"errors"
-	"fmt"
-	"time"
-)
+import "time"
 
 // Defaults of IngestLimits. A results_grpc exporter on its defaults sends a few keys of extra_metadata, and
 // bodies of some KiB (a report's result, a vulnerability) nested a dozen levels at most (an admission request's
@@ -73,21 +69,4 @@ func (l IngestLimits) Validate() error {
 		namedValue{"max clock skew", int64(l.MaxClockSkew)},
 		namedValue{"max clusters per token", int64(l.MaxClustersPerToken)},
 		namedValue{"max keys per token", l.MaxKeysPerToken})
-}
-
-// namedValue is a setting's name and value, for the errors of notNegative.
-type namedValue struct {
-	name string
-	v    int64
-}
-
-// notNegative refuses the negative values, naming each.
-func notNegative(values ...namedValue) error {
-	var errs []error
-	for _, f := range values {
-		if f.v < 0 {
-			errs = append(errs, fmt.Errorf("%s must not be negative", f.name))
-		}
-	}
-	return errors.Join(errs...)
 }

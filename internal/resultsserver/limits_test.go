@@ -17,6 +17,7 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/credentials/insecure"
+	"google.golang.org/grpc/mem"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
@@ -25,7 +26,7 @@ import (
 	pb "github.com/otelcol-policy/otelcol-policy/proto/policyresults/v1"
 )
 
-const limitsToken = "limits-secret"
+const limitsToken = "limits-secret-0123456789abcdef-0123"
 
 func limitedServer(t *testing.T, l Limits) (*Server, string) {
 	t.Helper()
@@ -130,9 +131,15 @@ func TestCountResults(t *testing.T) {
 	full.ExtraMetadata = map[string]string{"environment": "test"}
 	b, err := protoCodec.Marshal(full)
 	require.NoError(t, err)
-	assert.Equal(t, 2, countResults(b.Materialize(), 10))
-	assert.Equal(t, 2, countResults(b.Materialize(), 1), "counting stops past the limit")
-	assert.Equal(t, 0, countResults([]byte{0x0a, 0x05, 0x00}, 10), "a truncated field ends the count")
+	assert.Equal(t, 2, countResults(b, 10))
+	assert.Equal(t, 2, countResults(b, 1), "counting stops past the limit")
+	// Split into buffers of 3 bytes, as frames split a message anywhere.
+	var split mem.BufferSlice
+	for m := b.Materialize(); len(m) > 0; m = m[min(3, len(m)):] {
+		split = append(split, mem.SliceBuffer(m[:min(3, len(m))]))
+	}
+	assert.Equal(t, 2, countResults(split, 10), "fields across buffers")
+	assert.Equal(t, 0, countResults(mem.BufferSlice{mem.SliceBuffer([]byte{0x0a, 0x05, 0x00})}, 10), "a truncated field ends the count")
 }
 
 // TestRequestTimeout: a call whose client stops sending halfway through its message ends at the request

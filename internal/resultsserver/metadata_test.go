@@ -104,7 +104,7 @@ func TestMigrationToVersion5(t *testing.T) {
 	eachBackend(t, func(t *testing.T, newDSN func(t *testing.T) string) {
 		dsn := newDSN(t)
 		ctx := context.Background()
-		db, d, err := openDB(ctx, dsn)
+		db, d, err := openDB(ctx, dsn, "")
 		require.NoError(t, err)
 		require.NoError(t, migrateTo(ctx, db, d, 4))
 		const cols = `key, id, cluster, source, policy, rule, category, severity, outcome, message, resource_api_version,

@@ -21,6 +21,10 @@ const (
 	reasonUnauthenticated = "unauthenticated"
 	reasonTooManyResults  = "too_many_results"
 	reasonReadOnly        = "read_only"
+	// reasonBusy: a gRPC request beyond the ingest budget, or a fleet query beyond the query slots.
+	reasonBusy = "busy"
+	// reasonAuthRate: an HTTP request from a source address past its failed authentications.
+	reasonAuthRate = "auth_rate"
 )
 
 // Listener names a listener in results_server_connections_refused_total.
@@ -38,7 +42,7 @@ func (l Listener) String() string { return [...]string{"grpc", "http"}[l] }
 // listener. Every series exists from the start, at 0.
 type metrics struct {
 	grpcUnauthenticated, grpcTooManyResults, httpUnauthenticated atomic.Uint64
-	grpcReadOnly                                                 atomic.Uint64
+	grpcReadOnly, grpcBusy, httpBusy, httpAuthRate               atomic.Uint64
 
 	connectionsRefused [numListeners]atomic.Uint64
 	// silentClosed counts connections closed before they were proved (listener.go), by silentReasons.
@@ -60,12 +64,15 @@ func (m *metrics) write(w io.Writer) error {
 			_, err = fmt.Fprintf(w, format, a...)
 		}
 	}
-	p("# HELP results_server_requests_refused_total Requests refused before their message was decoded, by reason.\n")
+	p("# HELP results_server_requests_refused_total Requests refused before their message was decoded or their query run, by reason.\n")
 	p("# TYPE results_server_requests_refused_total counter\n")
 	p("results_server_requests_refused_total{api=\"grpc\",reason=%q} %d\n", reasonUnauthenticated, m.grpcUnauthenticated.Load())
 	p("results_server_requests_refused_total{api=\"grpc\",reason=%q} %d\n", reasonTooManyResults, m.grpcTooManyResults.Load())
 	p("results_server_requests_refused_total{api=\"grpc\",reason=%q} %d\n", reasonReadOnly, m.grpcReadOnly.Load())
 	p("results_server_requests_refused_total{api=\"http\",reason=%q} %d\n", reasonUnauthenticated, m.httpUnauthenticated.Load())
+	p("results_server_requests_refused_total{api=\"grpc\",reason=%q} %d\n", reasonBusy, m.grpcBusy.Load())
+	p("results_server_requests_refused_total{api=\"http\",reason=%q} %d\n", reasonBusy, m.httpBusy.Load())
+	p("results_server_requests_refused_total{api=\"http\",reason=%q} %d\n", reasonAuthRate, m.httpAuthRate.Load())
 	p("# HELP results_server_connections_refused_total Connections closed on accept because the listener had its maximum of connections, all of them authenticated.\n")
 	p("# TYPE results_server_connections_refused_total counter\n")
 	for l := range numListeners {

@@ -40,7 +40,7 @@ func assertClusterKeys(t *testing.T, s *Server) {
 // another token has its own quota.
 func TestClusterQuota(t *testing.T) {
 	eachBackend(t, func(t *testing.T, newDSN func(t *testing.T) string) {
-		cfg := Config{DB: newDSN(t), Tokens: []Token{FullAccess("first"), FullAccess("second")},
+		cfg := Config{DB: newDSN(t), Tokens: []Token{FullAccess(firstToken), FullAccess(secondToken)},
 			Ingest: IngestLimits{MaxClustersPerToken: 3}}
 		s := openConfig(t, cfg)
 		var req pb.ForwardRequest
@@ -69,7 +69,7 @@ func TestClusterQuota(t *testing.T) {
 // rejected, results of keys already stored are not; pruning resolved results makes room again.
 func TestKeyQuota(t *testing.T) {
 	eachBackend(t, func(t *testing.T, newDSN func(t *testing.T) string) {
-		s := openConfig(t, Config{DB: newDSN(t), Tokens: []Token{FullAccess("collector")},
+		s := openConfig(t, Config{DB: newDSN(t), Tokens: []Token{FullAccess(firstToken)},
 			Ingest: IngestLimits{MaxKeysPerToken: 5}, Retention: Retention{Resolved: day}})
 		at(s, 0)
 		var first []*pb.Result

@@ -15,8 +15,6 @@ import (
 	"go.uber.org/zap"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/keepalive"
-
-	pb "github.com/otelcol-policy/otelcol-policy/proto/policyresults/v1"
 )
 
 // Config configures a Server.
@@ -56,6 +54,11 @@ type Server struct {
 
 	// grpcConns are the gRPC listeners of LimitListener, whose connections tapCall proves.
 	grpcConns limitedListeners
+	// budget bounds the requests being received, decoded and stored; queries the fleet queries in flight.
+	budget  *ingestBudget
+	queries *querySlots
+	// authFailures limits failed authentications per source address on the HTTP listener.
+	authFailures *failureLimiter
 }
 
 // Open opens the database, creating the schema or migrating it to the current version.
@@ -74,12 +77,14 @@ func Open(ctx context.Context, cfg Config) (*Server, error) {
 	if err != nil {
 		return nil, fmt.Errorf("resultsserver: %w", err)
 	}
-	st, err := openStore(ctx, cfg.DB)
+	l := cfg.Limits.withDefaults()
+	st, err := openStore(ctx, cfg.DB, l)
 	if err != nil {
 		return nil, fmt.Errorf("resultsserver: %w", err)
 	}
-	return &Server{store: st, tokens: tokens, limits: cfg.Limits.withDefaults(), ingest: cfg.Ingest.withDefaults(),
-		retention: cfg.Retention.withDefaults(), logger: logger, now: time.Now}, nil
+	return &Server{store: st, tokens: tokens, limits: l, ingest: cfg.Ingest.withDefaults(),
+		retention: cfg.Retention.withDefaults(), logger: logger, now: time.Now, budget: newIngestBudget(l),
+		queries: newQuerySlots(l), authFailures: newFailureLimiter(l.AuthFailures, time.Now)}, nil
 }
 
 // GRPCServer returns a gRPC server with the ResultForwarder service registered, the token check (when tokens
@@ -104,7 +109,7 @@ func (s *Server) GRPCServer(opts ...grpc.ServerOption) *grpc.Server {
 		grpc.StatsHandler(&s.grpcConns),
 	}, opts...)
 	gs := grpc.NewServer(all...)
-	pb.RegisterResultForwarderServer(gs, &forwarder{s: s})
+	s.registerForwarder(gs)
 	return gs
 }
 

@@ -137,22 +137,25 @@ func insertSQL(table string, cols []string, suffix string) string {
 
 type store struct {
 	db *sql.DB
-	d  dialect
+	// read answers the fleet view (see openPools).
+	read *sql.DB
+	d    dialect
 	// commits is SQLite's one writer (nil on PostgreSQL).
 	commits       *groupCommit
 	metadataCache metadataIDs
 }
 
-func openStore(ctx context.Context, dsn string) (*store, error) {
-	db, d, err := openDB(ctx, dsn)
+func openStore(ctx context.Context, dsn string, l Limits) (*store, error) {
+	db, read, d, err := openPools(ctx, dsn, l)
 	if err != nil {
 		return nil, err
 	}
 	if err := migrate(ctx, db, d); err != nil {
 		db.Close()
+		read.Close()
 		return nil, fmt.Errorf("migrating the schema: %w", err)
 	}
-	st := &store{db: db, d: d}
+	st := &store{db: db, read: read, d: d}
 	if !d.copyRows {
 		st.commits = startGroupCommit(st)
 	}
@@ -163,7 +166,7 @@ func (s *store) close() error {
 	if s.commits != nil {
 		s.commits.stop()
 	}
-	return s.db.Close()
+	return errors.Join(s.db.Close(), s.read.Close())
 }
 
 // put stores a request's rows in one transaction (on SQLite, one shared with the requests that arrived while

@@ -258,6 +258,7 @@ func TestDatabaseFailureIsUnavailable(t *testing.T) {
 	eachBackend(t, func(t *testing.T, newDSN func(t *testing.T) string) {
 		s := open(t, newDSN(t))
 		require.NoError(t, s.store.db.Close())
+		require.NoError(t, s.store.read.Close())
 		_, err := (&forwarder{s: s}).Forward(context.Background(), batch(podA.pb()))
 		assert.Equal(t, codes.Unavailable, status.Code(err), "%v", err)
 		_, err = s.Fleet(context.Background(), Filter{})

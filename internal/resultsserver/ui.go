@@ -65,6 +65,15 @@ var uiPages = func() map[string]*template.Template {
 
 // link is path with the query q, changed by the name/value pairs kv: an empty value removes the parameter.
 func link(path string, q url.Values, kv ...string) string {
+	v := withParams(q, kv...)
+	if len(v) == 0 {
+		return path
+	}
+	return path + "?" + v.Encode()
+}
+
+// withParams is a copy of q changed by the name/value pairs kv, as link changes it.
+func withParams(q url.Values, kv ...string) url.Values {
 	v := url.Values{}
 	for k, vs := range q {
 		v[k] = slices.Clone(vs)
@@ -76,10 +85,7 @@ func link(path string, q url.Values, kv ...string) string {
 			v.Set(kv[i], kv[i+1])
 		}
 	}
-	if len(v) == 0 {
-		return path
-	}
-	return path + "?" + v.Encode()
+	return v
 }
 
 // pageView is what the layout renders around a page's content.
@@ -117,12 +123,12 @@ func uiOpen(path string) bool {
 }
 
 func (s *Server) registerUI(mux *http.ServeMux) {
-	mux.HandleFunc("GET /{$}", s.overviewPage)
-	mux.HandleFunc("GET /policies", s.policiesPage)
-	mux.HandleFunc("GET /namespaces", s.namespacesPage)
-	mux.HandleFunc("GET /results", s.resultsPage)
-	mux.HandleFunc("GET /results/{key}", s.resultPage)
-	mux.HandleFunc("GET /trend", s.trendPage)
+	mux.HandleFunc("GET /{$}", s.query(s.overviewPage))
+	mux.HandleFunc("GET /policies", s.query(s.policiesPage))
+	mux.HandleFunc("GET /namespaces", s.query(s.namespacesPage))
+	mux.HandleFunc("GET /results", s.query(s.resultsPage))
+	mux.HandleFunc("GET /results/{key}", s.query(s.resultPage))
+	mux.HandleFunc("GET /trend", s.query(s.trendPage))
 	mux.HandleFunc("GET /login", func(w http.ResponseWriter, r *http.Request) {
 		s.render(w, r, http.StatusOK, "login", pageView{Title: "Sign in", Data: loginView{Next: safeNext(r.URL.Query().Get("next"))}})
 	})
@@ -185,7 +191,13 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, next, http.StatusSeeOther) //nolint:gosec // G710: next is a path of this server (safeNext)
 		return
 	}
+	source := sourceOf(r)
+	if wait := s.authFailures.wait(source); wait > 0 {
+		s.tooManyFailures(w, r, wait)
+		return
+	}
 	if token == "" || !s.validToken(token) {
+		s.authFailures.failed(source)
 		s.metrics.httpUnauthenticated.Add(1)
 		s.logger.Debug("rejected a sign-in with an invalid token", zap.String("remote", r.RemoteAddr))
 		w.Header().Set("WWW-Authenticate", `Bearer realm="results-server"`)
@@ -251,16 +263,6 @@ func (s *Server) renderError(w http.ResponseWriter, r *http.Request, code int, m
 	s.render(w, r, code, "error", pageView{Title: http.StatusText(code), Data: msg})
 }
 
-// pageError answers a failed query: a database error is logged and shown without its details (they may name
-// hosts and users); a request that went away gets nothing.
-func (s *Server) pageError(w http.ResponseWriter, r *http.Request, err error) {
-	if r.Context().Err() != nil {
-		return
-	}
-	s.logger.Warn("fleet view query failed", zap.String("path", r.URL.Path), zap.Error(err))
-	s.renderError(w, r, http.StatusServiceUnavailable, "the results database is unavailable, retry later")
-}
-
 // uiQuery splits a page's query into the filter and the page's own parameters (own), and refuses parameters
 // neither knows, as the JSON API does.
 func uiQuery(q url.Values, own ...string) (Filter, map[string]string, error) {
@@ -278,6 +280,10 @@ func uiQuery(q url.Values, own ...string) (Filter, map[string]string, error) {
 			params[k] = v[0]
 		}
 	}
-	f, err := parseFilter(rest, false)
+	if rest.Has("limit") {
+		return Filter{}, nil, errors.New("unknown parameter limit")
+	}
+	f, err := parseFilter(rest)
+	f.Limit = 0
 	return f, params, err
 }

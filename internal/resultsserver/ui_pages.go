@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
-	"slices"
 	"strconv"
 	"time"
 )
@@ -18,6 +17,9 @@ const (
 	differingShown = 20
 	// tablePage is the rows of one page of the policies and namespaces tables.
 	tablePage = 100
+	// ClustersShown is the clusters of one page of the overview, the policies' columns and the trend: the
+	// clusters with the most failing results first, the others on the next pages (parameter cpage).
+	ClustersShown = 20
 	// DefaultResultsPage and MaxResultsPage bound a page of the failing list (parameter size).
 	DefaultResultsPage = 50
 	MaxResultsPage     = 500
@@ -32,8 +34,66 @@ var (
 		{"info", "info"}, {"none", "no severity"}}
 )
 
+// paramError is a page parameter the page cannot show: a 400.
+type paramError struct{ error }
+
+// pageFailed answers a page's error: 400 for a parameter, else as queryFailed.
+func (s *Server) pageFailed(w http.ResponseWriter, r *http.Request, err error) {
+	if pe, ok := errors.AsType[paramError](err); ok {
+		s.renderError(w, r, http.StatusBadRequest, pe.Error())
+		return
+	}
+	s.queryFailed(w, r, err)
+}
+
+// pager pages a list of Total rows by a query parameter.
+type pager struct {
+	Page, Pages int
+	Prev, Next  string
+	// First and Last are the rows of this page, from 1; More are the rows after it.
+	First, Last, Total, More int
+}
+
+// newPager reads the value v of the page parameter param of a list of total rows, per a page, and returns the
+// pager (its links keep the query q) and the page's window.
+func newPager(v string, total, per int, param, path string, q url.Values) (pager, window, error) {
+	p := pager{Page: 1, Pages: max(1, (total+per-1)/per), Total: total}
+	if v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > p.Pages {
+			return pager{}, window{}, paramError{fmt.Errorf("parameter %s %q: want 1 to %d", param, v, p.Pages)}
+		}
+		p.Page = n
+	}
+	if p.Page > 1 {
+		p.Prev = link(path, q, param, strconv.Itoa(p.Page-1))
+	}
+	if p.Page < p.Pages {
+		p.Next = link(path, q, param, strconv.Itoa(p.Page+1))
+	}
+	win := window{offset: (p.Page - 1) * per, limit: per}
+	p.First, p.Last = min(total, win.offset+1), min(total, win.offset+per)
+	p.More = total - p.Last
+	return p, win, nil
+}
+
+// clusterColumns is the page of clusters a page shows (parameter cpage, its links keeping q), most failing first.
+func (s *Server) clusterColumns(r *http.Request, f Filter, v, path string, q url.Values) ([]ClusterSummary, pager, error) {
+	total, err := s.store.countDistinct(r.Context(), f, "cluster")
+	if err != nil {
+		return nil, pager{}, err
+	}
+	p, win, err := newPager(v, total, ClustersShown, "cpage", path, q)
+	if err != nil {
+		return nil, pager{}, err
+	}
+	clusters, err := s.store.clusterPage(r.Context(), f, win)
+	return clusters, p, err
+}
+
 type overviewView struct {
 	Clusters                    []ClusterSummary
+	ClusterPager                pager
 	OutcomeChart, SeverityChart barChart
 	ClusterNames                []string
 	Differing                   []PolicyAcross
@@ -42,74 +102,55 @@ type overviewView struct {
 }
 
 func (s *Server) overviewPage(w http.ResponseWriter, r *http.Request) {
-	f, _, err := uiQuery(r.URL.Query())
+	f, params, err := uiQuery(r.URL.Query(), "cpage")
 	if err != nil {
 		s.renderError(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
-	groups, err := s.store.currentGroups(r.Context(), f)
-	if err != nil {
-		s.pageError(w, r, err)
-		return
+	if err := s.overview(w, r, f, params); err != nil {
+		s.pageFailed(w, r, err)
 	}
-	clusters, policies := clusterSummaries(groups), policiesAcross(groups)
-	v := overviewView{Clusters: clusters}
+}
+
+func (s *Server) overview(w http.ResponseWriter, r *http.Request, f Filter, params map[string]string) error {
+	ctx := r.Context()
+	var v overviewView
+	var err error
+	if v.Clusters, v.ClusterPager, err = s.clusterColumns(r, f, params["cpage"], "/", f.values()); err != nil {
+		return err
+	}
 	var byOutcome, bySeverity [][]int64
-	for _, c := range clusters {
+	for _, c := range v.Clusters {
 		v.ClusterNames = append(v.ClusterNames, c.Cluster)
 		byOutcome = append(byOutcome, []int64{c.Pass, c.Fail, c.Warn, c.Error, c.Skip})
 		bySeverity = append(bySeverity, c.FailingBySeverity[:])
 	}
 	v.OutcomeChart = newBarChart("outcomes-chart", "Results by outcome per cluster", v.ClusterNames, outcomeSeries, byOutcome)
 	v.SeverityChart = newBarChart("severity-chart", "Failing results by severity per cluster", v.ClusterNames, severitySeries, bySeverity)
-	for _, p := range policies {
-		if p.Differs {
-			v.DifferingTotal++
-			if len(v.Differing) < differingShown {
-				v.Differing = append(v.Differing, p)
-			}
-		}
+	if v.DifferingTotal, err = s.store.countPolicies(ctx, f, true); err != nil {
+		return err
+	}
+	if v.Differing, err = s.store.policyPage(ctx, f, true, window{limit: differingShown}); err != nil {
+		return err
+	}
+	if err := s.store.policyCells(ctx, f, v.Differing, v.ClusterNames); err != nil {
+		return err
 	}
 	v.DifferingMore = v.DifferingTotal > len(v.Differing)
 	s.render(w, r, http.StatusOK, "overview", pageView{Title: "Fleet", Path: "/", Filter: f, Query: f.values(), Data: v})
-}
-
-// pager pages a table of total rows by a page parameter.
-type pager struct {
-	Page, Pages int
-	Prev, Next  string
-}
-
-// pageOf parses the page parameter and returns the rows of that page.
-func pageOf[T any](rows []T, param, path string, q url.Values) ([]T, pager, error) {
-	p := pager{Page: 1, Pages: max(1, (len(rows)+tablePage-1)/tablePage)}
-	if param != "" {
-		n, err := strconv.Atoi(param)
-		if err != nil || n < 1 || n > p.Pages {
-			return nil, pager{}, fmt.Errorf("parameter page %q: want 1 to %d", param, p.Pages)
-		}
-		p.Page = n
-	}
-	if p.Page > 1 {
-		p.Prev = link(path, q, "page", strconv.Itoa(p.Page-1))
-	}
-	if p.Page < p.Pages {
-		p.Next = link(path, q, "page", strconv.Itoa(p.Page+1))
-	}
-	from := (p.Page - 1) * tablePage
-	return rows[from:min(len(rows), from+tablePage)], p, nil
+	return nil
 }
 
 type policiesView struct {
-	Policies     []PolicyAcross
-	ClusterNames []string
-	Total        int
-	DiffersOnly  bool
-	Pager        pager
+	Policies            []PolicyAcross
+	ClusterNames        []string
+	Total               int
+	DiffersOnly         bool
+	Pager, ClusterPager pager
 }
 
 func (s *Server) policiesPage(w http.ResponseWriter, r *http.Request) {
-	f, params, err := uiQuery(r.URL.Query(), "differs", "page")
+	f, params, err := uiQuery(r.URL.Query(), "differs", "page", "cpage")
 	if err == nil && params["differs"] != "" && params["differs"] != "true" {
 		err = errors.New("parameter differs: want true or nothing")
 	}
@@ -117,40 +158,44 @@ func (s *Server) policiesPage(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
-	groups, err := s.store.currentGroups(r.Context(), f)
-	if err != nil {
-		s.pageError(w, r, err)
-		return
+	if err := s.policies(w, r, f, params); err != nil {
+		s.pageFailed(w, r, err)
 	}
-	all := policiesAcross(groups)
+}
+
+func (s *Server) policies(w http.ResponseWriter, r *http.Request, f Filter, params map[string]string) error {
+	ctx := r.Context()
 	v := policiesView{DiffersOnly: params["differs"] == "true"}
-	clusters := map[string]bool{}
-	var shown []PolicyAcross
-	for _, p := range all {
-		for c := range p.ByCluster {
-			clusters[c] = true
-		}
-		if !v.DiffersOnly || p.Differs {
-			shown = append(shown, p)
-		}
+	var err error
+	if v.Total, err = s.store.countPolicies(ctx, f, v.DiffersOnly); err != nil {
+		return err
 	}
-	for c := range clusters {
-		v.ClusterNames = append(v.ClusterNames, c)
-	}
-	slices.Sort(v.ClusterNames)
-	v.Total = len(shown)
 	q := f.values()
+	var win window
+	if v.Pager, win, err = newPager(params["page"], v.Total, tablePage, "page", "/policies",
+		withParams(q, "differs", params["differs"], "cpage", params["cpage"])); err != nil {
+		return err
+	}
+	var clusters []ClusterSummary
+	if clusters, v.ClusterPager, err = s.clusterColumns(r, f, params["cpage"], "/policies",
+		withParams(q, "differs", params["differs"], "page", params["page"])); err != nil {
+		return err
+	}
+	for _, c := range clusters {
+		v.ClusterNames = append(v.ClusterNames, c.Cluster)
+	}
+	if v.Policies, err = s.store.policyPage(ctx, f, v.DiffersOnly, win); err != nil {
+		return err
+	}
+	if err := s.store.policyCells(ctx, f, v.Policies, v.ClusterNames); err != nil {
+		return err
+	}
 	keep := map[string]string{}
-	pq := f.values()
 	if v.DiffersOnly {
 		keep["differs"] = "true"
-		pq.Set("differs", "true")
-	}
-	if v.Policies, v.Pager, err = pageOf(shown, params["page"], "/policies", pq); err != nil {
-		s.renderError(w, r, http.StatusBadRequest, err.Error())
-		return
 	}
 	s.render(w, r, http.StatusOK, "policies", pageView{Title: "Policies", Path: "/policies", Filter: f, Query: q, Keep: keep, Data: v})
+	return nil
 }
 
 type namespacesView struct {
@@ -165,18 +210,27 @@ func (s *Server) namespacesPage(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
-	all, err := s.store.namespaceCounts(r.Context(), f)
-	if err != nil {
-		s.pageError(w, r, err)
-		return
+	if err := s.namespaces(w, r, f, params); err != nil {
+		s.pageFailed(w, r, err)
 	}
-	v := namespacesView{Total: len(all)}
+}
+
+func (s *Server) namespaces(w http.ResponseWriter, r *http.Request, f Filter, params map[string]string) error {
+	var v namespacesView
+	var err error
+	if v.Total, err = s.store.countDistinct(r.Context(), f, "cluster, resource_namespace"); err != nil {
+		return err
+	}
 	q := f.values()
-	if v.Namespaces, v.Pager, err = pageOf(all, params["page"], "/namespaces", q); err != nil {
-		s.renderError(w, r, http.StatusBadRequest, err.Error())
-		return
+	var win window
+	if v.Pager, win, err = newPager(params["page"], v.Total, tablePage, "page", "/namespaces", q); err != nil {
+		return err
+	}
+	if v.Namespaces, err = s.store.namespacePage(r.Context(), f, win); err != nil {
+		return err
 	}
 	s.render(w, r, http.StatusOK, "namespaces", pageView{Title: "Namespaces", Path: "/namespaces", Filter: f, Query: q, Data: v})
+	return nil
 }
 
 type resultsView struct {
@@ -203,9 +257,9 @@ func (s *Server) resultsPage(w http.ResponseWriter, r *http.Request) {
 		s.renderError(w, r, http.StatusBadRequest, err.Error())
 		return
 	}
-	page, err := s.store.failingPage(r.Context(), f, after, size)
+	fp, err := s.store.failingPage(r.Context(), f, after, size)
 	if err != nil {
-		s.pageError(w, r, err)
+		s.queryFailed(w, r, err)
 		return
 	}
 	q := f.values()
@@ -213,9 +267,9 @@ func (s *Server) resultsPage(w http.ResponseWriter, r *http.Request) {
 	if size != DefaultResultsPage {
 		keep["size"] = strconv.Itoa(size)
 	}
-	v := resultsView{FailingPage: page, After: after != nil, FirstPage: link("/results", q, "size", keep["size"])}
-	if page.Next != nil {
-		v.NextPage = link("/results", q, "size", keep["size"], "after", page.Next.String())
+	v := resultsView{FailingPage: fp, After: after != nil, FirstPage: link("/results", q, "size", keep["size"])}
+	if fp.Next != nil {
+		v.NextPage = link("/results", q, "size", keep["size"], "after", fp.Next.String())
 	}
 	s.render(w, r, http.StatusOK, "results", pageView{Title: "Failing results", Path: "/results", Filter: f, Query: q,
 		Keep: keep, Data: v})
@@ -244,7 +298,7 @@ func (s *Server) resultPage(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if err != nil {
-		s.pageError(w, r, err)
+		s.queryFailed(w, r, err)
 		return
 	}
 	v := resultView{ResultDetail: d, BodyBytes: len(d.BodyJSON)}
@@ -263,10 +317,13 @@ type trendView struct {
 	Dates         []time.Time
 	Series        []TrendSeries
 	Chart         lineChart
+	// ClusterPager pages the clusters shown when no cluster is asked for.
+	ClusterPager pager
 }
 
 func (s *Server) trendPage(w http.ResponseWriter, r *http.Request) {
 	v := trendView{Days: DefaultTrendDays, MaxDays: MaxTrendDays}
+	var cpage string
 	for name, values := range r.URL.Query() {
 		if len(values) != 1 {
 			s.renderError(w, r, http.StatusBadRequest, "parameter "+name+": given more than once")
@@ -275,6 +332,8 @@ func (s *Server) trendPage(w http.ResponseWriter, r *http.Request) {
 		switch name {
 		case "cluster":
 			v.Cluster = values[0]
+		case "cpage":
+			cpage = values[0]
 		case "days":
 			if values[0] == "" {
 				continue
@@ -286,15 +345,38 @@ func (s *Server) trendPage(w http.ResponseWriter, r *http.Request) {
 			}
 			v.Days = n
 		default:
-			s.renderError(w, r, http.StatusBadRequest, "unknown parameter "+name+": want cluster or days")
+			s.renderError(w, r, http.StatusBadRequest, "unknown parameter "+name+": want cluster, days or cpage")
 			return
 		}
 	}
+	if err := s.trend(w, r, v, cpage); err != nil {
+		s.pageFailed(w, r, err)
+	}
+}
+
+// trend shows the asked cluster, or a page of the clusters with the most failing results: the history of a few
+// clusters is read, whatever the fleet's size.
+func (s *Server) trend(w http.ResponseWriter, r *http.Request, v trendView, cpage string) error {
+	clusters := []string{v.Cluster}
+	if v.Cluster == "" {
+		q := url.Values{}
+		if v.Days != DefaultTrendDays {
+			q.Set("days", strconv.Itoa(v.Days))
+		}
+		shown, p, err := s.clusterColumns(r, Filter{}, cpage, "/trend", q)
+		if err != nil {
+			return err
+		}
+		v.ClusterPager, clusters = p, nil
+		for _, c := range shown {
+			clusters = append(clusters, c.Cluster)
+		}
+	}
 	var err error
-	if v.Series, v.Dates, err = s.store.trend(r.Context(), v.Cluster, v.Days, s.now()); err != nil {
-		s.pageError(w, r, err)
-		return
+	if v.Series, v.Dates, err = s.store.trend(r.Context(), clusters, v.Days, s.now()); err != nil {
+		return err
 	}
 	v.Chart = newLineChart("trend-chart", fmt.Sprintf("Failing results per cluster, last %d days", v.Days), v.Dates, v.Series)
 	s.render(w, r, http.StatusOK, "trend", pageView{Title: "Trend", Path: "/trend", Data: v})
+	return nil
 }

@@ -24,180 +24,6 @@ const failingCond = "outcome IN ('fail', 'error')"
 // "more than".
 const MaxCounted = 1000
 
-// severityOrder are the severities shown, most severe first; "" is a result without one.
-var severityOrder = []string{"critical", "high", "medium", "low", "info", ""}
-
-// ClusterSummary is one cluster of the overview: results by outcome, failing results by severity.
-type ClusterSummary struct {
-	Cluster string
-	Counts
-	// FailingBySeverity follows severityOrder.
-	FailingBySeverity [6]int64
-}
-
-// Failing is the number of results that need attention (outcome fail or error).
-func (c Counts) Failing() int64 { return c.Fail + c.Error }
-
-// currentGroups counts the current results a filter selects by cluster, source, policy, outcome and severity:
-// one read of the results_current index, from which the overview takes both its cluster summaries and its
-// comparison of policies.
-func (s *store) currentGroups(ctx context.Context, f Filter) ([]currentGroup, error) {
-	where, args := f.where(s.d)
-	//nolint:gosec // G202: where joins fixed column names and numbered placeholders; values are arguments
-	rows, err := s.db.QueryContext(ctx, `SELECT cluster, source, policy, outcome, severity, COUNT(*) FROM results`+where+
-		` GROUP BY cluster, source, policy, outcome, severity`, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	var out []currentGroup
-	for rows.Next() {
-		var g currentGroup
-		if err := rows.Scan(&g.cluster, &g.source, &g.policy, &g.outcome, &g.severity, &g.n); err != nil {
-			return nil, err
-		}
-		out = append(out, g)
-	}
-	return out, rows.Err()
-}
-
-type currentGroup struct {
-	cluster, source, policy, outcome, severity string
-	n                                          int64
-}
-
-// clusterSummaries sums the groups by cluster.
-func clusterSummaries(groups []currentGroup) []ClusterSummary {
-	byCluster := map[string]*ClusterSummary{}
-	for _, g := range groups {
-		c := byCluster[g.cluster]
-		if c == nil {
-			c = &ClusterSummary{Cluster: g.cluster}
-			byCluster[g.cluster] = c
-		}
-		c.add(g.outcome, g.n)
-		if g.outcome == "fail" || g.outcome == "error" {
-			i := slices.Index(severityOrder, g.severity)
-			if i < 0 {
-				i = len(severityOrder) - 1
-			}
-			c.FailingBySeverity[i] += g.n
-		}
-	}
-	out := make([]ClusterSummary, 0, len(byCluster))
-	for _, c := range byCluster {
-		out = append(out, *c)
-	}
-	slices.SortFunc(out, func(a, b ClusterSummary) int { return strings.Compare(a.Cluster, b.Cluster) })
-	return out
-}
-
-// PolicyAcross is one policy in every cluster that has results of it: the multi-cluster comparison.
-type PolicyAcross struct {
-	Source, Policy string
-	// ByCluster holds the policy's results in each cluster that has some, by cluster name.
-	ByCluster map[string]Counts
-	// Failing sums the failing results over the clusters.
-	Failing int64
-	// Differs says that the policy fails in one cluster and holds in another: some cluster has failing
-	// results of it, another has results of it and none failing.
-	Differs bool
-}
-
-// AcrossCell is a policy's results in one cluster of a comparison; Counts is nil when the cluster has none.
-type AcrossCell struct {
-	Cluster string
-	Counts  *Counts
-}
-
-// Cells are the policy's results in each of clusters, in their order.
-func (p PolicyAcross) Cells(clusters []string) []AcrossCell {
-	out := make([]AcrossCell, len(clusters))
-	for i, c := range clusters {
-		out[i].Cluster = c
-		if counts, ok := p.ByCluster[c]; ok {
-			out[i].Counts = &counts
-		}
-	}
-	return out
-}
-
-// policiesAcross sums the groups by policy and cluster, most failing first.
-func policiesAcross(groups []currentGroup) []PolicyAcross {
-	byPolicy := map[[2]string]*PolicyAcross{}
-	for _, g := range groups {
-		k := [2]string{g.source, g.policy}
-		p := byPolicy[k]
-		if p == nil {
-			p = &PolicyAcross{Source: g.source, Policy: g.policy, ByCluster: map[string]Counts{}}
-			byPolicy[k] = p
-		}
-		c := p.ByCluster[g.cluster]
-		c.add(g.outcome, g.n)
-		p.ByCluster[g.cluster] = c
-	}
-	out := make([]PolicyAcross, 0, len(byPolicy))
-	for _, p := range byPolicy {
-		var failing, holding bool
-		for _, c := range p.ByCluster {
-			p.Failing += c.Failing()
-			failing = failing || c.Failing() > 0
-			holding = holding || c.Failing() == 0
-		}
-		p.Differs = failing && holding
-		out = append(out, *p)
-	}
-	// Most failing first: what the page is for.
-	slices.SortFunc(out, func(a, b PolicyAcross) int {
-		return cmp.Or(cmp.Compare(b.Failing, a.Failing), compareAll(a.Source, b.Source, a.Policy, b.Policy))
-	})
-	return out
-}
-
-// NamespaceCounts are the results about resources in one namespace of one cluster; Namespace "" holds the
-// cluster-wide results.
-type NamespaceCounts struct {
-	Cluster, Namespace string
-	Counts
-}
-
-func (s *store) namespaceCounts(ctx context.Context, f Filter) ([]NamespaceCounts, error) {
-	where, args := f.where(s.d)
-	//nolint:gosec // G202: where joins fixed column names and numbered placeholders; values are arguments
-	rows, err := s.db.QueryContext(ctx, `SELECT cluster, resource_namespace, outcome, COUNT(*) FROM results`+where+
-		` GROUP BY cluster, resource_namespace, outcome`, args...)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	byNS := map[[2]string]*NamespaceCounts{}
-	for rows.Next() {
-		var cluster, namespace, outcome string
-		var n int64
-		if err := rows.Scan(&cluster, &namespace, &outcome, &n); err != nil {
-			return nil, err
-		}
-		k := [2]string{cluster, namespace}
-		c := byNS[k]
-		if c == nil {
-			c = &NamespaceCounts{Cluster: cluster, Namespace: namespace}
-			byNS[k] = c
-		}
-		c.add(outcome, n)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
-	}
-	out := make([]NamespaceCounts, 0, len(byNS))
-	for _, c := range byNS {
-		out = append(out, *c)
-	}
-	slices.SortFunc(out, func(a, b NamespaceCounts) int {
-		return cmp.Or(cmp.Compare(b.Failing(), a.Failing()), compareAll(a.Cluster, b.Cluster, a.Namespace, b.Namespace))
-	})
-	return out, nil
-}
-
 // Cursor is a place in the failing list, which is ordered by the time the server last changed a result,
 // newest first, then by key: paging by cursor (keyset paging) reads one page of the index however deep the
 // page, where an offset would read every row before it.
@@ -229,6 +55,10 @@ type FailingPage struct {
 	Next *Cursor
 }
 
+// maxPageListBytes bounds the text of a page of the failing list, as MaxListBytes bounds the JSON API's: a page
+// with longer messages holds fewer results, and links to the next.
+const maxPageListBytes = 1 << 20
+
 func (s *store) failingPage(ctx context.Context, f Filter, after *Cursor, size int) (FailingPage, error) {
 	where, args := f.where(s.d)
 	where += " AND " + failingCond
@@ -241,14 +71,16 @@ func (s *store) failingPage(ctx context.Context, f Filter, after *Cursor, size i
 	//nolint:gosec // G202: where joins fixed column names and numbered placeholders; values are arguments
 	q := `SELECT ` + currentColumns + ` FROM results` + pageWhere +
 		fmt.Sprintf(` ORDER BY updated_unix_nano DESC, key DESC LIMIT %d`, size+1)
-	results, err := s.queryCurrent(ctx, q, pageArgs...)
+	results, cut, err := s.queryCurrent(ctx, maxPageListBytes, q, pageArgs...)
 	if err != nil {
 		return FailingPage{}, err
 	}
 	page := FailingPage{Results: results}
 	if len(results) > size {
-		page.Results = results[:size]
-		last := page.Results[size-1]
+		page.Results, cut = results[:size], true
+	}
+	if cut {
+		last := page.Results[len(page.Results)-1]
 		page.Next = &Cursor{UpdatedUnixNano: last.UpdatedAt.UnixNano(), Key: last.Key}
 	}
 	if after == nil && page.Next == nil {
@@ -257,7 +89,7 @@ func (s *store) failingPage(ctx context.Context, f Filter, after *Cursor, size i
 		return page, nil
 	}
 	//nolint:gosec // G202: as above
-	if err := s.db.QueryRowContext(ctx, fmt.Sprintf(`SELECT COUNT(*) FROM (SELECT 1 FROM results%s LIMIT %d) AS matched`,
+	if err := s.read.QueryRowContext(ctx, fmt.Sprintf(`SELECT COUNT(*) FROM (SELECT 1 FROM results%s LIMIT %d) AS matched`,
 		where, MaxCounted+1), args...).Scan(&page.Count); err != nil {
 		return FailingPage{}, err
 	}
@@ -290,10 +122,14 @@ type HistoryEntry struct {
 }
 
 // MaxHistoryShown bounds a result page's history: a result that flapped for years must not make its page huge.
-const MaxHistoryShown = 200
+// MaxHistoryMessage bounds each history entry's message, in characters (the current one is shown whole).
+const (
+	MaxHistoryShown   = 200
+	MaxHistoryMessage = 1000
+)
 
 func (s *store) resultDetail(ctx context.Context, key string) (ResultDetail, error) {
-	current, err := s.queryCurrent(ctx, `SELECT `+currentColumns+` FROM results WHERE key = $1`, key)
+	current, _, err := s.queryCurrent(ctx, 0, `SELECT `+currentColumns+` FROM results WHERE key = $1`, key)
 	if err != nil {
 		return ResultDetail{}, err
 	}
@@ -304,7 +140,7 @@ func (s *store) resultDetail(ctx context.Context, key string) (ResultDetail, err
 	var resolved int64
 	var firstSeen int64
 	var meta sql.NullString
-	if err := s.db.QueryRowContext(ctx, `SELECT r.body_json, r.resolved, r.first_seen_unix_nano, m.json FROM results r
+	if err := s.read.QueryRowContext(ctx, `SELECT r.body_json, r.resolved, r.first_seen_unix_nano, m.json FROM results r
 		LEFT JOIN metadata m ON m.id = r.metadata_id WHERE r.key = $1`, key).
 		Scan(&d.BodyJSON, &resolved, &firstSeen, &meta); err != nil {
 		return ResultDetail{}, err
@@ -313,9 +149,9 @@ func (s *store) resultDetail(ctx context.Context, key string) (ResultDetail, err
 		return ResultDetail{}, fmt.Errorf("extra_metadata of %s: %w", key, err)
 	}
 	d.Resolved, d.FirstSeen = resolved != 0, time.Unix(0, firstSeen).UTC()
-	rows, err := s.db.QueryContext(ctx, fmt.Sprintf(`SELECT id, state, outcome, severity, message, order_unix_nano,
-		received_unix_nano FROM result_history WHERE key = $1
-		ORDER BY order_unix_nano DESC, received_unix_nano DESC LIMIT %d`, MaxHistoryShown+1), key)
+	rows, err := s.read.QueryContext(ctx, fmt.Sprintf(`SELECT id, state, outcome, severity, SUBSTR(message, 1, %d),
+		order_unix_nano, received_unix_nano FROM result_history WHERE key = $1
+		ORDER BY order_unix_nano DESC, received_unix_nano DESC LIMIT %d`, MaxHistoryMessage, MaxHistoryShown+1), key)
 	if err != nil {
 		return ResultDetail{}, err
 	}
@@ -344,23 +180,31 @@ type TrendSeries struct {
 
 const nanosPerDay = int64(24 * time.Hour)
 
-// trend counts, for each cluster and each of days days ending today (UTC), the results failing at the end of
-// the day, from result_history: each history row changes its key's failing state (outcome fail or error, and
+// trend counts, for each of clusters and each of days days ending today (UTC), the results failing at the end
+// of the day, from result_history: each history row changes its key's failing state (outcome fail or error, and
 // not resolved) from what the key's previous row said, so summing those changes up to a day's end counts the
 // keys failing then. The database computes the changes (a window over each key's rows in outcome order), so
 // only a few numbers per cluster and day leave it. Rows before the first day are summed into the first day's
 // starting point. A key whose older rows were pruned by retention starts from its oldest remaining row, as if
 // it had appeared then.
-func (s *store) trend(ctx context.Context, cluster string, days int, now time.Time) ([]TrendSeries, []time.Time, error) {
+func (s *store) trend(ctx context.Context, clusters []string, days int, now time.Time) ([]TrendSeries, []time.Time, error) {
 	today := now.UTC().Truncate(24 * time.Hour)
 	start := today.AddDate(0, 0, -(days - 1))
-	var filter string
-	args := []any{start.UnixNano(), nanosPerDay}
-	if cluster != "" {
-		filter = " WHERE cluster = $3"
-		args = append(args, cluster)
+	dates := make([]time.Time, days)
+	for i := range dates {
+		dates[i] = start.AddDate(0, 0, i)
 	}
-	//nolint:gosec // G202: filter is a fixed condition with a numbered placeholder
+	if len(clusters) == 0 {
+		return nil, dates, nil
+	}
+	args := []any{start.UnixNano(), nanosPerDay}
+	var in []string
+	for _, c := range clusters {
+		args = append(args, c)
+		in = append(in, fmt.Sprintf("$%d", len(args)))
+	}
+	filter := " WHERE cluster IN (" + strings.Join(in, ", ") + ")"
+	//nolint:gosec // G202: filter is a fixed condition with numbered placeholders
 	q := `SELECT cluster, day, SUM(delta) FROM (
 		SELECT cluster,
 			CASE WHEN order_unix_nano < $1 THEN -1 ELSE (order_unix_nano - $1) / $2 END AS day,
@@ -369,7 +213,7 @@ func (s *store) trend(ctx context.Context, cluster string, days int, now time.Ti
 				CASE WHEN ` + failingCond + ` AND state <> 'resolved' THEN 1 ELSE 0 END AS failing
 			FROM result_history` + filter + `) AS h
 	) AS d GROUP BY cluster, day`
-	rows, err := s.db.QueryContext(ctx, q, args...)
+	rows, err := s.read.QueryContext(ctx, q, args...)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -390,10 +234,6 @@ func (s *store) trend(ctx context.Context, cluster string, days int, now time.Ti
 	}
 	if err := rows.Err(); err != nil {
 		return nil, nil, err
-	}
-	dates := make([]time.Time, days)
-	for i := range dates {
-		dates[i] = start.AddDate(0, 0, i)
 	}
 	out := make([]TrendSeries, 0, len(changes))
 	for c, ch := range changes {

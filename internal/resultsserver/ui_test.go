@@ -5,6 +5,7 @@ package resultsserver
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/cookiejar"
@@ -27,6 +28,9 @@ import (
 
 // The pages' numbers and escaping are tested in a real browser by the distribution's fleet UI test; these
 // tests cover what a browser does not see: status codes, headers, parameters, sign-in and paging.
+
+// readerToken is the token of the tests of sign-in and of the HTTP API's authentication.
+const readerToken = "reader-secret-0123456789abcdef-0123"
 
 func getPage(t *testing.T, c *http.Client, u string) (int, http.Header, string) {
 	t.Helper()
@@ -96,7 +100,7 @@ func TestUIPages(t *testing.T) {
 // TestUISignIn: with tokens, a browser without one goes to the login page and comes back to the page it asked
 // for; the token it gives is kept in an HttpOnly cookie; the JSON API and /metrics still want the header.
 func TestUISignIn(t *testing.T) {
-	hs := httptest.NewServer(sqliteServer(t, "reader-secret").HTTPHandler())
+	hs := httptest.NewServer(sqliteServer(t, readerToken).HTTPHandler())
 	t.Cleanup(hs.Close)
 	jar, err := cookiejar.New(nil)
 	require.NoError(t, err)
@@ -122,9 +126,9 @@ func TestUISignIn(t *testing.T) {
 	}
 	resp := post(url.Values{"token": {"wrong"}, "next": {"/results"}})
 	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode)
-	resp = post(url.Values{"token": {"reader-secret"}, "next": {"/results"}}, "Origin", "https://evil.example")
+	resp = post(url.Values{"token": {readerToken}, "next": {"/results"}}, "Origin", "https://evil.example")
 	assert.Equal(t, http.StatusForbidden, resp.StatusCode, "a login posted by another site")
-	resp = post(url.Values{"token": {"reader-secret"}, "next": {"//evil.example/x"}})
+	resp = post(url.Values{"token": {readerToken}, "next": {"//evil.example/x"}})
 	assert.Equal(t, http.StatusOK, resp.StatusCode)
 	assert.Equal(t, "/", resp.Request.URL.Path, "never redirected off this server")
 	u, _ := url.Parse(hs.URL)
@@ -144,13 +148,13 @@ func TestUISignIn(t *testing.T) {
 
 	// The cookie's attributes, as the server sets them.
 	raw := httptest.NewRecorder()
-	req := httptest.NewRequest(http.MethodPost, "/login", strings.NewReader("token=reader-secret"))
+	req := httptest.NewRequest(http.MethodPost, "/login", strings.NewReader("token="+readerToken))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	sqliteServer(t, "reader-secret").HTTPHandler().ServeHTTP(raw, req)
+	sqliteServer(t, readerToken).HTTPHandler().ServeHTTP(raw, req)
 	setCookie := raw.Header().Get("Set-Cookie")
 	assert.Contains(t, setCookie, "HttpOnly")
 	assert.Contains(t, setCookie, "SameSite=Lax")
-	assert.NotContains(t, setCookie, "reader-secret", "not the token as it is")
+	assert.NotContains(t, setCookie, readerToken, "not the token as it is")
 
 	resp, err = c.Post(hs.URL+"/logout", "", nil)
 	require.NoError(t, err)
@@ -231,7 +235,7 @@ func TestTrend(t *testing.T) {
 		forward(t, s, batch(at(aFixed, -1*day), at(c, -10*day), at(w, -2*day)))
 		forward(t, s, batch(at(a, -3*day), at(b, -2*day), at(bGone, 0)))
 
-		series, dates, err := s.store.trend(context.Background(), "", 7, t0)
+		series, dates, err := s.store.trend(context.Background(), []string{"east", "west"}, 7, t0)
 		require.NoError(t, err)
 		require.Len(t, dates, 7)
 		assert.Equal(t, t0.Truncate(day).Add(-6*day), dates[0])
@@ -244,7 +248,7 @@ func TestTrend(t *testing.T) {
 		require.NoError(t, err)
 		assert.Len(t, v.Failing, 2, "the last day is today's failing count: c in east, w in west")
 
-		series, _, err = s.store.trend(context.Background(), "west", 3, t0)
+		series, _, err = s.store.trend(context.Background(), []string{"west"}, 3, t0)
 		require.NoError(t, err)
 		assert.Equal(t, []TrendSeries{{Cluster: "west", Failing: []int64{1, 1, 1}}}, series)
 	})
@@ -259,4 +263,115 @@ func TestParseCursor(t *testing.T) {
 		_, err := ParseCursor(bad)
 		assert.Error(t, err, bad)
 	}
+}
+
+// TestUIManyClusters: the pages show a page of clusters at a time, the most failing first (then by name, alike
+// in both databases), say how many more there are and page through them.
+func TestUIManyClusters(t *testing.T) {
+	eachBackend(t, func(t *testing.T, newDSN func(t *testing.T) string) {
+		s := open(t, newDSN(t))
+		// Policy q fails in c06 and holds in c00: it differs.
+		req := batch(spec{cluster: "c00", policy: "q", namespace: "ns", name: "ok", outcome: policyresult.OutcomePass}.pb(),
+			spec{cluster: "c06", policy: "q", namespace: "ns", name: "bad", outcome: policyresult.OutcomeFail}.pb())
+		for i := range 45 {
+			// Cluster i has i % 7 + 1 failing results.
+			for j := range i%7 + 1 {
+				req.Results = append(req.Results, spec{cluster: fmt.Sprintf("c%02d", i), policy: "p", namespace: "ns",
+					name: fmt.Sprintf("pod-%d", j), outcome: policyresult.OutcomeFail}.pb())
+			}
+		}
+		forward(t, s, req)
+		hs := httptest.NewServer(s.HTTPHandler())
+		t.Cleanup(hs.Close)
+		rowRE := regexp.MustCompile(`<tr data-cluster="(c\d\d)">`)
+		clustersOf := func(body string) []string {
+			var out []string
+			for _, m := range rowRE.FindAllStringSubmatch(body, -1) {
+				out = append(out, m[1])
+			}
+			return out
+		}
+
+		code, _, body := getPage(t, hs.Client(), hs.URL+"/")
+		require.Equal(t, 200, code)
+		has := func(s string) bool { return strings.Contains(body, s) }
+		assert.True(t, has("Clusters 1–20 of 45, most failing first: 25 more clusters"))
+		assert.Equal(t, []string{"c06", "c13", "c20", "c27", "c34", "c41", "c05", "c12", "c19", "c26", "c33", "c40",
+			"c04", "c11", "c18", "c25", "c32", "c39", "c03", "c10"}, clustersOf(body))
+		// The comparison's columns are the clusters shown.
+		assert.True(t, has(`data-cluster="c06">1 / 1</td>`) && !has(`data-cluster="c00">`), "q in c06 only")
+
+		code, _, body = getPage(t, hs.Client(), hs.URL+"/?cpage=2")
+		require.Equal(t, 200, code)
+		assert.True(t, has(`data-cluster="c00">0 / 1</td>`) && !has(`data-cluster="c06">`), "q in c00 only")
+		code, _, body = getPage(t, hs.Client(), hs.URL+"/?cpage=3")
+		require.Equal(t, 200, code)
+		assert.True(t, has("Clusters 41–45 of 45"))
+		assert.Equal(t, []string{"c14", "c21", "c28", "c35", "c42"}, clustersOf(body))
+		assert.True(t, has(`id="prev-clusters" href="/?cpage=2"`))
+		code, _, body = getPage(t, hs.Client(), hs.URL+"/?cpage=4")
+		assert.Equal(t, 400, code)
+		assert.True(t, has("parameter cpage &#34;4&#34;: want 1 to 3"))
+
+		code, _, body = getPage(t, hs.Client(), hs.URL+"/policies?cpage=2")
+		require.Equal(t, 200, code)
+		assert.Equal(t, 2*20, strings.Count(body, `<td class="n failing"`)+strings.Count(body, `<td class="n holding"`)+
+			strings.Count(body, `<td class="n absent"`), "two policies × 20 cluster columns")
+
+		code, _, body = getPage(t, hs.Client(), hs.URL+"/trend?days=3")
+		require.Equal(t, 200, code)
+		assert.Equal(t, 20, strings.Count(body, "<polyline"))
+		code, _, body = getPage(t, hs.Client(), hs.URL+"/trend?days=3&cpage=3")
+		require.Equal(t, 200, code)
+		assert.Equal(t, 5, strings.Count(body, "<polyline"))
+		assert.True(t, has(`href="/trend?cpage=2&amp;days=3"`))
+
+		code, _, body = getPage(t, hs.Client(), hs.URL+"/v1/fleet?limit=10")
+		require.Equal(t, 200, code)
+		assert.Equal(t, 10, strings.Count(body, `"cluster": "c`)/2, "10 clusters and 10 policy rows")
+		assert.True(t, has(`"truncated": true`))
+		assert.Less(t, strings.Index(body, `"c00"`), strings.Index(body, `"c01"`), "by name")
+	})
+}
+
+// TestFailingListBytes: a list of long messages stops at its byte bound, MaxListBytes for the JSON API (then
+// truncated) and 1 MiB for a page of the web UI (then a next page, which goes on where it stopped).
+func TestFailingListBytes(t *testing.T) {
+	// Messages longer than --max-message-bytes allows by default: a server that raised it, or rows stored before
+	// the limit, still answers bounded lists.
+	s := openConfig(t, Config{DB: "sqlite://" + t.TempDir() + "/results.db", Ingest: IngestLimits{MaxMessageBytes: 1 << 20}})
+	long := strings.Repeat("m", 600_000)
+	req := batch()
+	for i := range 10 {
+		req.Results = append(req.Results, spec{cluster: "east", policy: "p", namespace: "ns", name: fmt.Sprintf("pod-%d", i),
+			outcome: policyresult.OutcomeFail, message: long}.pb())
+	}
+	forward(t, s, req)
+	hs := httptest.NewServer(s.HTTPHandler())
+	t.Cleanup(hs.Close)
+
+	code, _, body := getPage(t, hs.Client(), hs.URL+"/v1/fleet/failing")
+	require.Equal(t, 200, code)
+	assert.Equal(t, 7, strings.Count(body, `"key"`), "the row that passes 4 MiB is the last")
+	assert.True(t, strings.Contains(body, `"truncated": true`))
+
+	keyRE := regexp.MustCompile(`data-key="([0-9a-f]+)"`)
+	nextRE := regexp.MustCompile(`id="next" href="([^"]+)"`)
+	seen := map[string]bool{}
+	next := "/results"
+	for pages := 0; next != ""; pages++ {
+		require.Less(t, pages, 10)
+		code, _, body := getPage(t, hs.Client(), hs.URL+next)
+		require.Equal(t, 200, code)
+		keys := keyRE.FindAllStringSubmatch(body, -1)
+		assert.LessOrEqual(t, len(keys), 2, "a page stops at the result that passes 1 MiB")
+		for _, m := range keys {
+			seen[m[1]] = true
+		}
+		next = ""
+		if m := nextRE.FindStringSubmatch(body); m != nil {
+			next = strings.ReplaceAll(m[1], "&amp;", "&")
+		}
+	}
+	assert.Len(t, seen, 10, "the pages go on where each stopped")
 }

@@ -6,6 +6,7 @@ package hostile
 import (
 	"bufio"
 	"context"
+	"crypto/tls"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -15,6 +16,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"syscall"
 	"testing"
@@ -24,6 +26,7 @@ import (
 	"golang.org/x/net/http2"
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
@@ -53,18 +56,34 @@ type resultsServer struct {
 	exited     chan struct{}
 	out        *lockedBuffer
 	grpc, http string
+	resultsServerOptions
+}
+
+// resultsServerOptions change how the harness starts and reaches the server.
+type resultsServerOptions struct {
+	// boundMiB replaces resultsServerBoundMiB as the peak an attack must stay under.
+	boundMiB float64
+	// tls is the clients' configuration when the server serves TLS (its args carry --tls-cert and --tls-key).
+	tls *tls.Config
 }
 
 func startResultsServer(t *testing.T, args ...string) *resultsServer {
+	return startResultsServerWith(t, resultsServerOptions{}, args...)
+}
+
+func startResultsServerWith(t *testing.T, o resultsServerOptions, args ...string) *resultsServer {
 	bin := filepath.Join(filepath.Dir(collectortest.Binary(t)), "results-server")
 	if _, err := os.Stat(bin); err != nil {
 		t.Fatalf("%s: %v (run make build)", bin, err)
 	}
 	dir := t.TempDir()
 	tokens := writeFile(t, filepath.Join(dir, "tokens"), resultsServerToken+"\n")
+	if o.boundMiB == 0 {
+		o.boundMiB = resultsServerBoundMiB
+	}
 	s := &resultsServer{t: t, exited: make(chan struct{}), out: &lockedBuffer{},
 		grpc: fmt.Sprintf("127.0.0.1:%d", collectortest.FreePort(t)),
-		http: fmt.Sprintf("127.0.0.1:%d", collectortest.FreePort(t))}
+		http: fmt.Sprintf("127.0.0.1:%d", collectortest.FreePort(t)), resultsServerOptions: o}
 	s.cmd = exec.Command(bin, append([]string{"serve", "--listen", s.grpc, "--http-listen", s.http,
 		"--db", "sqlite://" + filepath.Join(dir, "results.db"), "--token-file", tokens, "--log-level", "warn"}, args...)...)
 	s.cmd.Stdout, s.cmd.Stderr = s.out, s.out
@@ -111,7 +130,29 @@ func (b *lockedBuffer) String() string {
 
 // httpClient sends the token with every request.
 func (s *resultsServer) httpClient() *http.Client {
-	return &http.Client{Timeout: 10 * time.Second, Transport: bearer{http.DefaultTransport}}
+	tr := http.DefaultTransport
+	if s.tls != nil {
+		t := http.DefaultTransport.(*http.Transport).Clone()
+		t.TLSClientConfig = s.tls
+		tr = t
+	}
+	return &http.Client{Timeout: 10 * time.Second, Transport: bearer{tr}}
+}
+
+// httpURL is the URL of path on the HTTP listener.
+func (s *resultsServer) httpURL(path string) string {
+	if s.tls != nil {
+		return "https://" + s.http + path
+	}
+	return "http://" + s.http + path
+}
+
+// grpcCreds are the transport credentials of a gRPC client of the server.
+func (s *resultsServer) grpcCreds() grpc.DialOption {
+	if s.tls != nil {
+		return grpc.WithTransportCredentials(credentials.NewTLS(s.tls))
+	}
+	return grpc.WithTransportCredentials(insecure.NewCredentials())
 }
 
 type bearer struct{ http.RoundTripper }
@@ -127,7 +168,7 @@ func (s *resultsServer) legitStored() (int, error) { return s.stored("legit") }
 
 // stored is how many results of cluster the fleet view counts.
 func (s *resultsServer) stored(cluster string) (int, error) {
-	resp, err := s.httpClient().Get("http://" + s.http + "/v1/fleet?cluster=" + cluster)
+	resp, err := s.httpClient().Get(s.httpURL("/v1/fleet?cluster=" + cluster))
 	if err != nil {
 		return 0, err
 	}
@@ -147,7 +188,7 @@ func (s *resultsServer) stored(cluster string) (int, error) {
 
 func (s *resultsServer) metric(name, labels string) float64 {
 	s.t.Helper()
-	text, err := promtext.Scrape(s.httpClient(), "http://"+s.http+"/metrics")
+	text, err := promtext.Scrape(s.httpClient(), s.httpURL("/metrics"))
 	require.NoError(s.t, err)
 	v, found := promtext.Sum(text, name, labels)
 	require.True(s.t, found, "%s{%s} is exposed", name, labels)
@@ -179,7 +220,7 @@ type legitForwarder struct {
 
 func (s *resultsServer) startLegit() *legitForwarder {
 	l := &legitForwarder{stop: make(chan struct{}), done: make(chan struct{})}
-	conn, err := grpc.NewClient(s.grpc, grpc.WithTransportCredentials(insecure.NewCredentials()))
+	conn, err := grpc.NewClient(s.grpc, s.grpcCreds())
 	require.NoError(s.t, err)
 	client := pb.NewResultForwarderClient(conn)
 	go func() {
@@ -238,7 +279,7 @@ func (l *legitForwarder) Stop() (accepted, retries int, err error) {
 }
 
 // attack runs flood while a legitimate collector forwards, then checks the results server: it runs and
-// answers, its peak resident memory stayed under resultsServerBoundMiB, every result it accepted from the
+// answers, its peak resident memory stayed under its bound (resultsServerBoundMiB unless set), every result it accepted from the
 // legitimate collector is stored. counted then asserts and returns what the server counted of the attack.
 func (s *resultsServer) attack(name string, flood func(), counted func() map[string]float64) {
 	s.t.Helper()
@@ -257,15 +298,15 @@ func (s *resultsServer) attack(name string, flood func(), counted func() map[str
 	require.NoError(s.t, merr)
 	stored, serr := s.legitStored()
 	require.NoError(s.t, serr)
-	s.t.Logf("%s: peak RSS %.0f MiB (bound %d), %d legitimate results accepted (%d retries), %d stored",
-		name, mem.HWM, resultsServerBoundMiB, accepted, retries, stored)
+	s.t.Logf("%s: peak RSS %.0f MiB (bound %.0f), %d legitimate results accepted (%d retries), %d stored",
+		name, mem.HWM, s.boundMiB, accepted, retries, stored)
 	require.NoError(s.t, err, "legitimate requests are accepted whole")
 	require.NotZero(s.t, accepted, "legitimate results got through during the attack")
 	require.Equal(s.t, accepted, stored, "every accepted legitimate result is stored")
-	require.Less(s.t, mem.HWM, float64(resultsServerBoundMiB), "%s: peak resident memory of results-server", name)
+	require.Less(s.t, mem.HWM, s.boundMiB, "%s: peak resident memory of results-server", name)
 	c := counted()
 	r := attackResult{Attack: name, Config: "results-server", Scale: currentScale().Name, PeakRSSMiB: mem.HWM,
-		BoundMiB: resultsServerBoundMiB, LegitAccepted: accepted, LegitRefusals: retries, LegitDelivered: stored, Counted: c}
+		BoundMiB: s.boundMiB, LegitAccepted: accepted, LegitRefusals: retries, LegitDelivered: stored, Counted: c}
 	_, err = procsample.WriteResult(fmt.Sprintf("hostile-%s-%s-%s", name, r.Config, r.Scale), r)
 	require.NoError(s.t, err)
 }
@@ -313,9 +354,10 @@ func TestResultsServerUnauthenticatedFlood(t *testing.T) {
 // SETTINGS, each declaring a 4 MiB message and sending 16 KiB of it. Without a token every stream is answered
 // UNAUTHENTICATED at once (before, each got a handler that waited for its whole message); with the token, the
 // connection holds at most --max-concurrent-streams calls and the server resets the others with
-// REFUSED_STREAM (before, there was no limit).
+// REFUSED_STREAM (before, there was no limit). The ingest budget is raised so that it admits every call the
+// connection holds (its own limit is resultsserver_load_test.go's).
 func TestResultsServerStreamsOnOneConnection(t *testing.T) {
-	s := startResultsServer(t)
+	s := startResultsServer(t, "--ingest-budget", strconv.Itoa(2*resultsserver.DefaultMaxConcurrentStreams*resultsserver.DefaultMaxRecvMsgSize+64<<20))
 	unauthenticated, beyond := pick(1000, 20000), pick(100, 2000)
 	held := resultsserver.DefaultMaxConcurrentStreams
 	chunk := make([]byte, 16<<10)
