@@ -16,6 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componentstatus"
+	"go.opentelemetry.io/collector/extension/extensioncapabilities"
 	"go.opentelemetry.io/collector/extension/extensiontest"
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
@@ -138,15 +139,15 @@ func TestEventsOnThePodAgainstTheAPIServer(t *testing.T) {
 	ext, err := NewFactory().Create(context.Background(), set, cfg)
 	require.NoError(t, err)
 	require.NoError(t, ext.Start(context.Background(), nil))
-	w := ext.(componentstatus.Watcher)
+	w := ext.(extensioncapabilities.ComponentStatusWatcher)
 
 	// The collector's ordinary start records nothing; the exporter's first error does, and each identical report
 	// after it bumps the count of that one Event (PATCH), as the kubelet's BackOff does.
 	down := errors.New(`rpc error: code = Unavailable desc = connection error: desc = "transport: Error while dialing: dial tcp 127.0.0.1:9: connect: connection refused"`)
-	w.ComponentStatusChanged(exporterID, componentstatus.NewEvent(componentstatus.StatusStarting))
-	w.ComponentStatusChanged(exporterID, componentstatus.NewEvent(componentstatus.StatusOK))
+	w.Changed(exporterID, componentstatus.NewEvent(componentstatus.StatusStarting))
+	w.Changed(exporterID, componentstatus.NewEvent(componentstatus.StatusOK))
 	for range 3 {
-		w.ComponentStatusChanged(exporterID, componentstatus.NewRecoverableErrorEvent(down))
+		w.Changed(exporterID, componentstatus.NewRecoverableErrorEvent(down))
 	}
 	first := events.next(t, "ComponentRecoverableError", withReason(ReasonRecoverableError, 1))
 	third := events.next(t, "ComponentRecoverableError counted 3 times", withReason(ReasonRecoverableError, 3))
@@ -156,17 +157,17 @@ func TestEventsOnThePodAgainstTheAPIServer(t *testing.T) {
 	assert.Equal(t, corev1.ObjectReference{APIVersion: "v1", Kind: "Pod", Namespace: ns, Name: pod.Name, UID: pod.UID}, third.InvolvedObject)
 	assert.Equal(t, corev1.EventSource{Component: "otelcol-policy", Host: pod.Name}, third.Source)
 
-	w.ComponentStatusChanged(exporterID, componentstatus.NewEvent(componentstatus.StatusOK))
+	w.Changed(exporterID, componentstatus.NewEvent(componentstatus.StatusOK))
 	rec := events.next(t, "ComponentRecovered", withReason(ReasonRecovered, 1))
 	assert.Equal(t, corev1.EventTypeNormal, rec.Type)
 	assert.Equal(t, "exporter results_grpc/fleet (pipelines logs, logs/ship) recovered", rec.Message)
 	assert.Equal(t, pod.UID, rec.InvolvedObject.UID)
 
 	// Reported just before Shutdown: Shutdown returns only once they are written.
-	w.ComponentStatusChanged(extensionID, componentstatus.NewEvent(componentstatus.StatusStarting))
-	w.ComponentStatusChanged(extensionID, componentstatus.NewPermanentErrorEvent(errors.New("leases.coordination.k8s.io is forbidden")))
+	w.Changed(extensionID, componentstatus.NewEvent(componentstatus.StatusStarting))
+	w.Changed(extensionID, componentstatus.NewPermanentErrorEvent(errors.New("leases.coordination.k8s.io is forbidden")))
 	fatalID := componentstatus.NewInstanceID(exporterID.ComponentID(), exporterID.Kind())
-	w.ComponentStatusChanged(fatalID, componentstatus.NewFatalErrorEvent(errors.New("listen tcp 127.0.0.1:4317: bind: address already in use")))
+	w.Changed(fatalID, componentstatus.NewFatalErrorEvent(errors.New("listen tcp 127.0.0.1:4317: bind: address already in use")))
 	shutdownCtx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	require.NoError(t, ext.Shutdown(shutdownCtx))
@@ -187,7 +188,7 @@ func TestEventsOnThePodAgainstTheAPIServer(t *testing.T) {
 	}, got)
 
 	// After Shutdown, a status change records nothing.
-	w.ComponentStatusChanged(exporterID, componentstatus.NewRecoverableErrorEvent(errors.New("after shutdown")))
+	w.Changed(exporterID, componentstatus.NewRecoverableErrorEvent(errors.New("after shutdown")))
 	list, err = admin.CoreV1().Events(ns).List(testCtx(t), metav1.ListOptions{})
 	require.NoError(t, err)
 	assert.Len(t, list.Items, 4)

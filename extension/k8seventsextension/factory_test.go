@@ -17,6 +17,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
+	"go.opentelemetry.io/collector/extension/extensioncapabilities"
 	"go.opentelemetry.io/collector/extension/extensiontest"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
@@ -90,7 +91,7 @@ current-context: c
 	ext, err := NewFactory().Create(context.Background(), set, cfg)
 	require.NoError(t, err)
 	require.NoError(t, ext.Start(context.Background(), nil))
-	ext.(componentstatus.Watcher).ComponentStatusChanged(exporterID, componentstatus.NewRecoverableErrorEvent(errors.New("down")))
+	ext.(extensioncapabilities.ComponentStatusWatcher).Changed(exporterID, componentstatus.NewRecoverableErrorEvent(errors.New("down")))
 
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()

@@ -43,13 +43,13 @@ func TestSpamFilterDropsEventsOverTheBurst(t *testing.T) {
 	e := newEventsExtension(cfg, extensiontest.NewNopSettings(metadata.Type))
 	require.NoError(t, e.Start(context.Background(), nil))
 
-	e.ComponentStatusChanged(exporterID, componentstatus.NewEvent(componentstatus.StatusStarting))
-	e.ComponentStatusChanged(exporterID, componentstatus.NewEvent(componentstatus.StatusOK))
+	e.Changed(exporterID, componentstatus.NewEvent(componentstatus.StatusStarting))
+	e.Changed(exporterID, componentstatus.NewEvent(componentstatus.StatusOK))
 	// Distinct messages, so that each is an Event of its own rather than a count on the first.
 	for i := 1; i <= 5; i++ {
-		e.ComponentStatusChanged(exporterID, componentstatus.NewRecoverableErrorEvent(fmt.Errorf("down %d", i)))
+		e.Changed(exporterID, componentstatus.NewRecoverableErrorEvent(fmt.Errorf("down %d", i)))
 	}
-	e.ComponentStatusChanged(exporterID, componentstatus.NewEvent(componentstatus.StatusOK))
+	e.Changed(exporterID, componentstatus.NewEvent(componentstatus.StatusOK))
 	// Shutdown returns once every recorded Event was written or dropped.
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/extension"
+	"go.opentelemetry.io/collector/extension/extensioncapabilities"
 	"go.uber.org/zap"
 	corev1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/types"
@@ -42,9 +43,9 @@ type eventsExtension struct {
 }
 
 var (
-	_ extension.Extension     = (*eventsExtension)(nil)
-	_ componentstatus.Watcher = (*eventsExtension)(nil)
-	_ record.EventSink        = (*flushSink)(nil)
+	_ extension.Extension                          = (*eventsExtension)(nil)
+	_ extensioncapabilities.ComponentStatusWatcher = (*eventsExtension)(nil)
+	_ record.EventSink                             = (*flushSink)(nil)
 )
 
 func newEventsExtension(cfg *Config, set extension.Settings) *eventsExtension {
@@ -90,9 +91,9 @@ func (e *eventsExtension) Start(context.Context, component.Host) error {
 	return nil
 }
 
-// ComponentStatusChanged records the Event of a status change. The recorder only queues it (and drops it when
+// Changed records the Event of a status change. The recorder only queues it (and drops it when
 // 1000 are queued), so a component reporting its status never waits for the API server.
-func (e *eventsExtension) ComponentStatusChanged(source *componentstatus.InstanceID, ev *componentstatus.Event) {
+func (e *eventsExtension) Changed(source *componentstatus.InstanceID, ev *componentstatus.Event) {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	prev := e.last[source]

@@ -92,12 +92,12 @@ func TestStatusesAreTrackedPerComponent(t *testing.T) {
 	e := newEventsExtension(cfg, extensiontest.NewNopSettings(metadata.Type))
 	rec := record.NewFakeRecorder(10)
 	e.recorder = rec
-	e.ComponentStatusChanged(exporterID, componentstatus.NewEvent(componentstatus.StatusStarting))
-	e.ComponentStatusChanged(extensionID, componentstatus.NewEvent(componentstatus.StatusStarting))
-	e.ComponentStatusChanged(exporterID, componentstatus.NewRecoverableErrorEvent(errors.New("down")))
-	e.ComponentStatusChanged(extensionID, componentstatus.NewEvent(componentstatus.StatusOK))
-	e.ComponentStatusChanged(exporterID, componentstatus.NewEvent(componentstatus.StatusOK))
-	e.ComponentStatusChanged(exporterID, componentstatus.NewEvent(componentstatus.StatusOK))
+	e.Changed(exporterID, componentstatus.NewEvent(componentstatus.StatusStarting))
+	e.Changed(extensionID, componentstatus.NewEvent(componentstatus.StatusStarting))
+	e.Changed(exporterID, componentstatus.NewRecoverableErrorEvent(errors.New("down")))
+	e.Changed(extensionID, componentstatus.NewEvent(componentstatus.StatusOK))
+	e.Changed(exporterID, componentstatus.NewEvent(componentstatus.StatusOK))
+	e.Changed(exporterID, componentstatus.NewEvent(componentstatus.StatusOK))
 	close(rec.Events)
 	var got []string
 	for ev := range rec.Events {
