@@ -8,7 +8,7 @@ GO        ?= go
 CACHE_DIR ?= $(HOME)/.cache/otelcol-policy
 TOOLS_BIN := $(CACHE_DIR)/bin
 
-OCB_VERSION := v0.161.0
+OCB_VERSION := v0.165.0
 OCB         := $(TOOLS_BIN)/builder-$(OCB_VERSION)
 
 GOLANGCI_LINT_VERSION := v2.15.0
