@@ -121,7 +121,7 @@ func TestPolicyMetricsInPrometheus(t *testing.T) {
 	collectortest.Eventually(t, 60*time.Second, func() error { return promValues(prom, want) })
 
 	// The collector's own metrics, scraped by the same Prometheus: the exporter's sends and its queue, what the
-	// receivers took in. At v0.161.0 the collector exports its counters without the _total suffix.
+	// receivers took in. At v0.165.0, as at v0.161.0, the collector exports its counters without the _total suffix.
 	collectortest.Eventually(t, 60*time.Second, func() error {
 		sent, err := prom.Value(`sum(otelcol_exporter_sent_metric_points{job="otelcol-policy",exporter="prometheus_remote_write"})`)
 		if err != nil {

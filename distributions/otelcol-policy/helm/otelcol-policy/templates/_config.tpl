@@ -14,9 +14,9 @@ test compares the rendered config with them. */}}
 connector's metrics pipeline (the logs pipelines add policy_metrics to their exporters) for the report watcher
 always, for the decision receiver with prometheusRemoteWrite.endpoint. The metrics go to that endpoint when it is
 set, else to the OTLP endpoint. No persistent queue for the remote write: the exporter has no sending_queue, only
-its in-memory remote_write_queue (and at v0.161.0 it ignores keys it does not know, so a sending_queue block
-would be silently dropped); none is needed, as every emission carries each series' current value (gauges, and
-cumulative decision sums), so the next one supersedes what a restart lost. */}}
+its in-memory remote_write_queue (at v0.165.1 a sending_queue block is refused: "has invalid keys"); none is
+needed, as every emission carries each series' current value (gauges, and cumulative decision sums), so the next
+one supersedes what a restart lost. */}}
 {{- define "otelcol-policy.commonConfig" -}}
 {{- $reports := eq (include "otelcol-policy.reportWatcher" .) "true" }}
 {{- if or $reports .Values.prometheusRemoteWrite.endpoint }}
