@@ -7,7 +7,6 @@ import (
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"fmt"
 	"os"
 	"slices"
 	"sync"
@@ -20,31 +19,15 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/tools/leaderelection"
 	"k8s.io/client-go/tools/leaderelection/resourcelock"
+
+	"github.com/otelcol-policy/otelcol-policy/internal/leadership"
 )
 
-// LeaderElection is what components use: register callbacks run when this replica starts leading (with a
-// context cancelled when it stops) and when it stops leading. Callbacks registered while leading start at once.
-//
-// The callbacks run one at a time: the start callbacks in the order of registration, the stop callbacks in the
-// reverse order, once every start callback of the leadership returned. The collector starts its components
-// downstream first (exporters, then processors, then receivers), so a receiver starts to lead only after the
-// components it feeds lead, and stops before them: no record reaches a component that does not lead.
+// LeaderElection is the extension as components see it: a leadership.Elector, whose doc says when the
+// callbacks run. Components find it with leadership.Find.
 type LeaderElection interface {
 	extension.Extension
-	SetCallBackFuncs(onStartLeading func(context.Context), onStopLeading func())
-}
-
-// Find returns the leader elector id of host, for a component's Start.
-func Find(host component.Host, id component.ID) (LeaderElection, error) {
-	ext, ok := host.GetExtensions()[id]
-	if !ok {
-		return nil, fmt.Errorf("k8s_leader_elector extension %s is not configured", id)
-	}
-	le, ok := ext.(LeaderElection)
-	if !ok {
-		return nil, fmt.Errorf("extension %s is not a k8s_leader_elector", id)
-	}
-	return le, nil
+	leadership.Elector
 }
 
 type callbacks struct {

@@ -43,13 +43,13 @@ func leaseServer(t *testing.T) *k8sfake.Server {
 	return srv
 }
 
-// leadership records a replica's callbacks as they happen.
-type leadership struct {
+// callbackLog records a replica's callbacks as they happen.
+type callbackLog struct {
 	name   string
 	events chan string
 }
 
-func (l leadership) register(e *elector) {
+func (l callbackLog) register(e *elector) {
 	e.SetCallBackFuncs(func(context.Context) { l.events <- l.name + " leads" }, func() { l.events <- l.name + " stops" })
 }
 
@@ -68,8 +68,8 @@ func TestOneLeaderAtATimeAndHandoverOnShutdown(t *testing.T) {
 	srv := leaseServer(t)
 	events := make(chan string, 10)
 	a, b := testElector(t), testElector(t)
-	leadership{"a", events}.register(a)
-	leadership{"b", events}.register(b)
+	callbackLog{"a", events}.register(a)
+	callbackLog{"b", events}.register(b)
 
 	require.NoError(t, a.Start(context.Background(), statustest.NewHost(nil)))
 	assert.Equal(t, "a leads", next(t, events))
@@ -112,7 +112,7 @@ func TestLosingTheLeaseStopsTheWork(t *testing.T) {
 	srv := leaseServer(t)
 	events := make(chan string, 10)
 	a := testElector(t)
-	leadership{"a", events}.register(a)
+	callbackLog{"a", events}.register(a)
 	require.NoError(t, a.Start(context.Background(), statustest.NewHost(nil)))
 	t.Cleanup(func() { require.NoError(t, a.Shutdown(context.Background())) })
 	assert.Equal(t, "a leads", next(t, events))
@@ -146,7 +146,7 @@ func TestCallbacksRunInOrderStopsInReverse(t *testing.T) {
 	events := make(chan string, 10)
 	a := testElector(t)
 	for _, name := range []string{"exporter", "processor", "receiver"} {
-		leadership{name, events}.register(a)
+		callbackLog{name, events}.register(a)
 	}
 	require.NoError(t, a.Start(context.Background(), statustest.NewHost(nil)))
 	for _, want := range []string{"exporter leads", "processor leads", "receiver leads"} {
@@ -157,7 +157,7 @@ func TestCallbacksRunInOrderStopsInReverse(t *testing.T) {
 	// here waits for the test.
 	release := make(chan struct{})
 	a.SetCallBackFuncs(func(context.Context) { <-release; events <- "late processor leads" }, func() { events <- "late processor stops" })
-	leadership{"late receiver", events}.register(a)
+	callbackLog{"late receiver", events}.register(a)
 	close(release)
 	assert.Equal(t, "late processor leads", next(t, events))
 	assert.Equal(t, "late receiver leads", next(t, events))

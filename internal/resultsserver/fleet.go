@@ -253,7 +253,6 @@ func (s *store) counts(ctx context.Context, f Filter, limit int) (v FleetView, t
 		cut = fmt.Sprintf(" LIMIT %d", limit+1)
 	}
 	v = FleetView{Clusters: []ClusterCounts{}, Policies: []PolicyCounts{}}
-	//nolint:gosec // G202: where joins fixed column names and numbered placeholders; values are arguments
 	if err := s.scanRows(ctx, `SELECT cluster, `+countsSQL+` FROM results`+where+` GROUP BY cluster ORDER BY cluster`+
 		s.d.byteOrder+cut, args, func(rows *sql.Rows) error {
 		v.Clusters = append(v.Clusters, ClusterCounts{})
@@ -262,7 +261,6 @@ func (s *store) counts(ctx context.Context, f Filter, limit int) (v FleetView, t
 	}); err != nil {
 		return FleetView{}, false, err
 	}
-	//nolint:gosec // G202: as above
 	if err := s.scanRows(ctx, `SELECT cluster, source, policy, `+countsSQL+` FROM results`+where+
 		` GROUP BY cluster, source, policy ORDER BY cluster`+s.d.byteOrder+`, source`+s.d.byteOrder+`, policy`+
 		s.d.byteOrder+cut, args, func(rows *sql.Rows) error {
@@ -286,7 +284,6 @@ func (s *store) counts(ctx context.Context, f Filter, limit int) (v FleetView, t
 // once its text passes MaxListBytes; the bool says whether it was cut.
 func (s *store) failing(ctx context.Context, f Filter) ([]FailingResult, bool, error) {
 	where, args := f.where(s.d)
-	//nolint:gosec // G202: where joins fixed column names and numbered placeholders; values are arguments
 	q := `SELECT ` + currentColumns + ` FROM results` + where + ` AND outcome IN ('fail', 'error')
 		ORDER BY cluster, resource_namespace, source, policy, rule, resource_kind, resource_name, key`
 	if f.Limit > 0 {

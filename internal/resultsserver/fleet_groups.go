@@ -65,7 +65,6 @@ func (p window) sql() string { return fmt.Sprintf(" LIMIT %d OFFSET %d", p.limit
 // clusterPage is a page of the clusters the filter selects, most failing results first.
 func (s *store) clusterPage(ctx context.Context, f Filter, p window) ([]ClusterSummary, error) {
 	where, args := f.where(s.d)
-	//nolint:gosec // G202: where joins fixed column names and numbered placeholders; values are arguments
 	q := `SELECT cluster, ` + countsSQL + `, ` + severitySQL + `, ` + failingSQL + ` AS failing FROM results` + where +
 		` GROUP BY cluster ORDER BY failing DESC, cluster` + s.d.byteOrder + p.sql()
 	var out []ClusterSummary
@@ -89,7 +88,6 @@ func (s *store) clusterPage(ctx context.Context, f Filter, p window) ([]ClusterS
 func (s *store) countDistinct(ctx context.Context, f Filter, cols string) (int, error) {
 	where, args := f.where(s.d)
 	var n int
-	//nolint:gosec // G202: as above; cols are fixed column names
 	err := s.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM (SELECT 1 FROM results`+where+` GROUP BY `+cols+`) AS g`,
 		args...).Scan(&n)
 	return n, err
@@ -178,7 +176,6 @@ func (s *store) policyPage(ctx context.Context, f Filter, differsOnly bool, p wi
 func (s *store) countPolicies(ctx context.Context, f Filter, differsOnly bool) (int, error) {
 	q, args := s.policiesSQL(f, differsOnly)
 	var n int
-	//nolint:gosec // G202: q is built from fixed SQL and numbered placeholders
 	err := s.read.QueryRowContext(ctx, `SELECT COUNT(*) FROM (`+q+`) AS p`, args...).Scan(&n)
 	return n, err
 }
@@ -203,7 +200,6 @@ func (s *store) policyCells(ctx context.Context, f Filter, policies []PolicyAcro
 	for _, c := range clusters {
 		names = append(names, arg(c))
 	}
-	//nolint:gosec // G202: as above
 	q := `SELECT source, policy, cluster, ` + countsSQL + ` FROM results` + where +
 		` AND cluster IN (` + strings.Join(names, ", ") + `) AND (source, policy) IN (VALUES ` + strings.Join(pairs, ", ") +
 		`) GROUP BY source, policy, cluster`
@@ -230,7 +226,6 @@ type NamespaceCounts struct {
 // namespacePage is a page of the (cluster, namespace) pairs the filter selects, most failing first.
 func (s *store) namespacePage(ctx context.Context, f Filter, p window) ([]NamespaceCounts, error) {
 	where, args := f.where(s.d)
-	//nolint:gosec // G202: as above
 	q := `SELECT cluster, resource_namespace, ` + countsSQL + `, ` + failingSQL + ` AS failing FROM results` + where +
 		` GROUP BY cluster, resource_namespace ORDER BY failing DESC, cluster` + s.d.byteOrder +
 		`, resource_namespace` + s.d.byteOrder + p.sql()

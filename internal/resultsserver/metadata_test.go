@@ -86,7 +86,7 @@ func TestMetadataLimits(t *testing.T) {
 		assert.Zero(t, resp.GetAccepted())
 		require.Len(t, resp.GetRejected(), 2)
 		for i, r := range resp.GetRejected() {
-			assert.Equal(t, &pb.Rejection{Index: uint32(i), Id: []string{idOf(podA), idOf(podB)}[i], Reason: tt.reason}, r) //nolint:gosec // i < 2
+			assert.Equal(t, &pb.Rejection{Index: uint32(i), Id: []string{idOf(podA), idOf(podB)}[i], Reason: tt.reason}, r)
 		}
 	}
 	assert.Empty(t, current(t, s))

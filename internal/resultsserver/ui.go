@@ -188,7 +188,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 	next := safeNext(r.PostFormValue("next"))
 	token := strings.TrimSpace(r.PostFormValue("token"))
 	if len(s.tokens) == 0 {
-		http.Redirect(w, r, next, http.StatusSeeOther) //nolint:gosec // G710: next is a path of this server (safeNext)
+		http.Redirect(w, r, next, http.StatusSeeOther)
 		return
 	}
 	source := sourceOf(r)
@@ -205,7 +205,7 @@ func (s *Server) login(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	setTokenCookie(w, r, token)
-	http.Redirect(w, r, next, http.StatusSeeOther) //nolint:gosec // G710: next is a path of this server (safeNext)
+	http.Redirect(w, r, next, http.StatusSeeOther)
 }
 
 // setTokenCookie keeps token in the browser, or removes the cookie when token is "".

@@ -68,7 +68,6 @@ func (s *store) failingPage(ctx context.Context, f Filter, after *Cursor, size i
 		pageWhere += fmt.Sprintf(" AND (updated_unix_nano < $%d OR (updated_unix_nano = $%d AND key < $%d))", n+1, n+1, n+2)
 		pageArgs = append(slices.Clone(args), after.UpdatedUnixNano, after.Key)
 	}
-	//nolint:gosec // G202: where joins fixed column names and numbered placeholders; values are arguments
 	q := `SELECT ` + currentColumns + ` FROM results` + pageWhere +
 		fmt.Sprintf(` ORDER BY updated_unix_nano DESC, key DESC LIMIT %d`, size+1)
 	results, cut, err := s.queryCurrent(ctx, maxPageListBytes, q, pageArgs...)
@@ -88,7 +87,6 @@ func (s *store) failingPage(ctx context.Context, f Filter, after *Cursor, size i
 		page.Count = int64(len(page.Results))
 		return page, nil
 	}
-	//nolint:gosec // G202: as above
 	if err := s.read.QueryRowContext(ctx, fmt.Sprintf(`SELECT COUNT(*) FROM (SELECT 1 FROM results%s LIMIT %d) AS matched`,
 		where, MaxCounted+1), args...).Scan(&page.Count); err != nil {
 		return FailingPage{}, err

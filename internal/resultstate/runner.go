@@ -20,7 +20,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"go.uber.org/zap"
 
-	"github.com/otelcol-policy/otelcol-policy/extension/k8sleaderelectorextension"
+	"github.com/otelcol-policy/otelcol-policy/internal/leadership"
 	"github.com/otelcol-policy/otelcol-policy/internal/storageclient"
 )
 
@@ -168,7 +168,7 @@ func (r *Runner) Start(ctx context.Context, host component.Host) error {
 				return err
 			}
 		}
-		le, err := k8sleaderelectorextension.Find(host, *r.set.K8sLeaderElector)
+		le, err := leadership.Find(host, *r.set.K8sLeaderElector)
 		if err != nil {
 			return err
 		}
@@ -184,36 +184,23 @@ func (r *Runner) Start(ctx context.Context, host component.Host) error {
 	return nil
 }
 
-// startedLeading loads the stored state, retrying while this replica leads: the previous leader holds the
-// storage's file lock until it has written what it emitted last. The elector starts the components that this
-// one feeds only once it returns.
+// startedLeading loads the stored state, retrying while this replica leads (leadership.TakeOver). The elector
+// starts the components that this one feeds only once it returns.
 func (r *Runner) startedLeading(leading context.Context) {
 	ctx, cancel := context.WithCancel(leading)
 	defer cancel()
 	defer context.AfterFunc(r.ctx, cancel)()
-	delay := 100 * time.Millisecond
-	for attempt := 1; ; attempt++ {
-		err := r.startLeading(ctx)
-		if err == nil {
-			if attempt > 1 {
-				componentstatus.ReportStatus(r.host, componentstatus.NewEvent(componentstatus.StatusOK))
-			}
-			return
-		}
-		if attempt > 1 {
-			// The first attempt fails routinely during a handover, while the previous leader still writes.
+	leadership.TakeOver(ctx, r.startLeading, func(attempt int, err error) {
+		// The first attempt fails routinely during a handover, while the previous leader still writes.
+		switch {
+		case attempt == 1:
+		case err == nil:
+			componentstatus.ReportStatus(r.host, componentstatus.NewEvent(componentstatus.StatusOK))
+		default:
 			r.set.Logger.Warn("Cannot load the stored state to lead; retrying", zap.Error(err))
 			componentstatus.ReportStatus(r.host, componentstatus.NewRecoverableErrorEvent(err))
 		}
-		t := time.NewTimer(delay)
-		select {
-		case <-ctx.Done():
-			t.Stop()
-			return
-		case <-t.C:
-		}
-		delay = min(2*delay, 5*time.Second)
-	}
+	})
 }
 
 // startLeading opens the storage and loads the state into an empty tally; nothing when the leadership already

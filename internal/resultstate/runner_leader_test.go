@@ -15,9 +15,9 @@ import (
 	"go.opentelemetry.io/collector/component/componentstatus"
 	xstorage "go.opentelemetry.io/collector/extension/xextension/storage"
 
-	"github.com/otelcol-policy/otelcol-policy/extension/k8sleaderelectorextension/k8sleaderelectortest"
 	"github.com/otelcol-policy/otelcol-policy/internal/filestoragetest"
 	"github.com/otelcol-policy/otelcol-policy/internal/statustest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/leadertest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
@@ -42,7 +42,7 @@ func (c *counter) Encode() ([]byte, error) { return []byte(strconv.Itoa(c.n)), n
 // replica is a process of its own), and a counter beside the tally.
 type replica struct {
 	*runnerHarness
-	el    *k8sleaderelectortest.Elector
+	el    *leadertest.Elector
 	extra *counter
 	host  *statustest.Host
 }
@@ -50,7 +50,7 @@ type replica struct {
 func startReplica(t *testing.T, dir string) *replica {
 	t.Helper()
 	id := filestoragetest.ID
-	rp := &replica{el: k8sleaderelectortest.New(), extra: &counter{}}
+	rp := &replica{el: leadertest.New(), extra: &counter{}}
 	storage := filestoragetest.Start(t, dir)
 	t.Cleanup(func() { require.NoError(t, storage.Shutdown(context.Background())) })
 	rp.host = statustest.NewHost(map[component.ID]component.Component{id: storage, electorID: rp.el})

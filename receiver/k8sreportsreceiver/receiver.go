@@ -16,7 +16,7 @@ import (
 	"go.uber.org/zap"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/otelcol-policy/otelcol-policy/extension/k8sleaderelectorextension"
+	"github.com/otelcol-policy/otelcol-policy/internal/leadership"
 	"github.com/otelcol-policy/otelcol-policy/internal/storageclient"
 	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/metadata"
 )
@@ -91,24 +91,18 @@ func (r *reportsReceiver) Start(ctx context.Context, host component.Host) error 
 	if r.cfg.K8sLeaderElector == nil {
 		return r.startLeading(ctx)
 	}
-	le, err := k8sleaderelectorextension.Find(host, *r.cfg.K8sLeaderElector)
+	le, err := leadership.Find(host, *r.cfg.K8sLeaderElector)
 	if err != nil {
 		return err
 	}
-	le.SetCallBackFuncs(func(ctx context.Context) {
-		// The previous leader may still hold the shared storage for a moment: retry while leading.
-		retry := newBackoff(100*time.Millisecond, 5*time.Second)
-		for {
-			err := r.startLeading(ctx)
-			if err == nil {
+	le.SetCallBackFuncs(func(leading context.Context) {
+		leadership.TakeOver(leading, r.startLeading, func(_ int, err error) {
+			if err != nil {
+				r.problems.set("storage", "", "storage", err)
+			} else {
 				r.problems.clearSource("storage")
-				return
 			}
-			r.problems.set("storage", "", "storage", err)
-			if !retry.wait(ctx) {
-				return
-			}
-		}
+		})
 	}, r.stopLeading)
 	return nil
 }

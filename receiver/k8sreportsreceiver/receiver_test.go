@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 
-	"github.com/otelcol-policy/otelcol-policy/extension/k8sleaderelectorextension/k8sleaderelectortest"
 	"github.com/otelcol-policy/otelcol-policy/internal/k8sfake"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/leadertest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
@@ -64,9 +64,9 @@ func TestInitialSyncNoneEmitsOnlyLaterChangesOnFake(t *testing.T) {
 }
 
 // startFollower runs a receiver that watches only while its fake elector says it leads.
-func startFollower(t *testing.T, srv *k8sfake.Server, storageDir string) (*testReceiver, *k8sleaderelectortest.Elector) {
+func startFollower(t *testing.T, srv *k8sfake.Server, storageDir string) (*testReceiver, *leadertest.Elector) {
 	t.Helper()
-	el := k8sleaderelectortest.New()
+	el := leadertest.New()
 	cfg := fakeConfig()
 	cfg.K8sLeaderElector = &electorID
 	tr := newTestReceiver(t, cfg, srv.Kubeconfig(t), storageDir, map[component.ID]component.Component{electorID: el}, nil)

@@ -93,7 +93,7 @@ type outcomeCode uint8
 func codeOf(o policyresult.Outcome) outcomeCode {
 	for i, v := range policyresult.Outcomes {
 		if v == o {
-			return outcomeCode(i + 1) //nolint:gosec // G115: five outcomes
+			return outcomeCode(i + 1)
 		}
 	}
 	return 0

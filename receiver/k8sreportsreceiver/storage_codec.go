@@ -216,5 +216,5 @@ func decodeMeta(b []byte) (slots, identities int, err error) {
 	if s > maxStoredSlots || i > maxStoredIdentities {
 		return 0, 0, fmt.Errorf("%d slots and %d rule identities: %w (%d, %d)", s, i, errStateTooLarge, maxStoredSlots, maxStoredIdentities)
 	}
-	return int(s), int(i), nil //nolint:gosec // G115: bounded above
+	return int(s), int(i), nil
 }

@@ -1,6 +1,9 @@
 // Copyright The otelcol-policy Authors
 // SPDX-License-Identifier: Apache-2.0
 
+// Package k8sleaderelectortest runs the handover tests of components that follow a k8s_leader_elector with both
+// kinds of elector: the test's own (internal/testutil/leadertest), which switches leadership on cue, and the
+// real extension competing for a Lease of a kube-apiserver.
 package k8sleaderelectortest // import "github.com/otelcol-policy/otelcol-policy/extension/k8sleaderelectorextension/k8sleaderelectortest"
 
 import (
@@ -12,6 +15,7 @@ import (
 
 	"github.com/otelcol-policy/otelcol-policy/extension/k8sleaderelectorextension"
 	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/leadertest"
 )
 
 // Pair is the electors of two replicas, A and B, for tests of a handover: the components of each replica find
@@ -26,7 +30,7 @@ type Pair struct {
 
 // NewPair is a Pair of the test's electors: leadership changes when the test says.
 func NewPair(*testing.T) Pair {
-	a, b := New(), New()
+	a, b := leadertest.New(), leadertest.New()
 	return Pair{
 		A: a, B: b,
 		LeadA: func(testing.TB) { a.Lead() },

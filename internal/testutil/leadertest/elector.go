@@ -1,10 +1,11 @@
 // Copyright The otelcol-policy Authors
 // SPDX-License-Identifier: Apache-2.0
 
-// Package k8sleaderelectortest is a leader elector for unit tests, like contrib's package of the same name:
-// the test, not a Lease, decides when the components using it lead, and each call returns once their
-// callbacks did, so that the test knows who leads without waiting.
-package k8sleaderelectortest // import "github.com/otelcol-policy/otelcol-policy/extension/k8sleaderelectorextension/k8sleaderelectortest"
+// Package leadertest is a leader elector for unit tests, like contrib's k8sleaderelectortest: the test, not a
+// Lease, decides when the components using it lead, and each call returns once their callbacks did, so that the
+// test knows who leads without waiting. extension/k8sleaderelectorextension/k8sleaderelectortest pairs it, and
+// the real extension, for handover tests.
+package leadertest // import "github.com/otelcol-policy/otelcol-policy/internal/testutil/leadertest"
 
 import (
 	"context"
@@ -13,7 +14,7 @@ import (
 
 	"go.opentelemetry.io/collector/component"
 
-	"github.com/otelcol-policy/otelcol-policy/extension/k8sleaderelectorextension"
+	"github.com/otelcol-policy/otelcol-policy/internal/leadership"
 )
 
 // Elector is a k8s_leader_elector whose leadership the test switches with Lead and StopLeading.
@@ -29,7 +30,7 @@ type callbacks struct {
 	stop  func()
 }
 
-var _ k8sleaderelectorextension.LeaderElection = (*Elector)(nil)
+var _ leadership.Elector = (*Elector)(nil)
 
 // New returns an elector that does not lead.
 func New() *Elector { return &Elector{} }
