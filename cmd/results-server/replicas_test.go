@@ -25,9 +25,9 @@ import (
 
 	"github.com/otelcol-policy/otelcol-policy/internal/freeport"
 	"github.com/otelcol-policy/otelcol-policy/internal/pgtest"
-	"github.com/otelcol-policy/otelcol-policy/internal/resultsapi"
 	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+	"github.com/otelcol-policy/otelcol-policy/pkg/resultsapi"
 	pb "github.com/otelcol-policy/otelcol-policy/proto/policyresults/v1"
 )
 

@@ -18,9 +18,9 @@ import (
 
 	"github.com/otelcol-policy/otelcol-policy/internal/freeport"
 	"github.com/otelcol-policy/otelcol-policy/internal/promtext"
-	"github.com/otelcol-policy/otelcol-policy/internal/resultsapi"
 	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+	"github.com/otelcol-policy/otelcol-policy/pkg/resultsapi"
 )
 
 // defaultRetention is the retention the README documents: none.

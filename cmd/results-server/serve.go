@@ -21,8 +21,8 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/connlimit"
 	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver"
+	"github.com/otelcol-policy/otelcol-policy/pkg/connlimit"
 )
 
 // DefaultDB is where serve and fleet keep results when --db is not given.

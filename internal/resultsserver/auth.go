@@ -18,7 +18,7 @@ import (
 	"google.golang.org/grpc/status"
 	"google.golang.org/grpc/tap"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/connlimit"
+	"github.com/otelcol-policy/otelcol-policy/pkg/connlimit"
 )
 
 var (

@@ -15,7 +15,7 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/connlimit"
+	"github.com/otelcol-policy/otelcol-policy/pkg/connlimit"
 )
 
 // DefaultFailingLimit and MaxFailingLimit bound GET /v1/fleet/failing, and each list of GET /v1/fleet, so one

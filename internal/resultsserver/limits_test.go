@@ -21,8 +21,8 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/connlimit"
 	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver/attacktest"
+	"github.com/otelcol-policy/otelcol-policy/pkg/connlimit"
 	pb "github.com/otelcol-policy/otelcol-policy/proto/policyresults/v1"
 )
 
@@ -171,7 +171,7 @@ func TestMaxHeaderBytes(t *testing.T) {
 	assert.Zero(t, s.metrics.grpcUnauthenticated.Load())
 }
 
-// TestLimitListener: a connection refused by the limit (internal/connlimit) is counted for its listener.
+// TestLimitListener: a connection refused by the limit (pkg/connlimit) is counted for its listener.
 func TestLimitListener(t *testing.T) {
 	s := sqliteServer(t)
 	inner, err := net.Listen("tcp", "127.0.0.1:0")

@@ -11,7 +11,7 @@ import (
 
 	"google.golang.org/grpc/stats"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/connlimit"
+	"github.com/otelcol-policy/otelcol-policy/pkg/connlimit"
 )
 
 // Defaults of ConnLimits beyond the number of connections, which the command sets per listener.
@@ -26,7 +26,7 @@ const (
 
 // ConnLimits bound the connections of one listener. A connection is silent until it carries an authenticated
 // call (gRPC) or request (HTTP), or any call or request when the server has no tokens; silent connections give
-// way to new ones (internal/connlimit).
+// way to new ones (pkg/connlimit).
 type ConnLimits struct {
 	// Max is the most connections at once. When they are all authenticated, one more is closed as it comes,
 	// counted in results_server_connections_refused_total{listener}; otherwise it takes the place of the oldest

@@ -20,8 +20,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/connlimit"
-	"github.com/otelcol-policy/otelcol-policy/internal/connlimit/connlimittest"
+	"github.com/otelcol-policy/otelcol-policy/pkg/connlimit"
+	"github.com/otelcol-policy/otelcol-policy/pkg/connlimit/connlimittest"
 	pb "github.com/otelcol-policy/otelcol-policy/proto/policyresults/v1"
 )
 

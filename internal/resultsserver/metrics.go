@@ -13,7 +13,7 @@ import (
 	"google.golang.org/grpc/stats"
 	"google.golang.org/grpc/status"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/connlimit"
+	"github.com/otelcol-policy/otelcol-policy/pkg/connlimit"
 )
 
 // Reasons of results_server_requests_refused_total.

@@ -9,10 +9,10 @@ import (
 
 	"go.uber.org/zap"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/connlimit"
+	"github.com/otelcol-policy/otelcol-policy/pkg/connlimit"
 )
 
-// connectionLimits are a listener's bounds on its connections (internal/connlimit): a connection is silent
+// connectionLimits are a listener's bounds on its connections (pkg/connlimit): a connection is silent
 // until it proved a producer (the OPA endpoint: a request through its auth; a stream: a complete line), and
 // silent connections give way to new ones.
 type connectionLimits struct {

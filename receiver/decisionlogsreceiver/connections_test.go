@@ -17,8 +17,8 @@ import (
 	"go.opentelemetry.io/collector/config/configtls"
 
 	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
-	"github.com/otelcol-policy/otelcol-policy/internal/connlimit/connlimittest"
 	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver/testcerts"
+	"github.com/otelcol-policy/otelcol-policy/pkg/connlimit/connlimittest"
 )
 
 // TestNDJSONSilentConnectionsGiveWay: a socket whose every place is held by a connection that never sent a

@@ -18,7 +18,7 @@ import (
 	"go.opentelemetry.io/collector/receiver/receiverhelper"
 	"go.uber.org/zap"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/connlimit"
+	"github.com/otelcol-policy/otelcol-policy/pkg/connlimit"
 )
 
 const opaListener = "opa"

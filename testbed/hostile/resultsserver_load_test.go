@@ -34,11 +34,11 @@ import (
 
 	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
 	"github.com/otelcol-policy/otelcol-policy/internal/pgtest"
-	"github.com/otelcol-policy/otelcol-policy/internal/resultsapi"
 	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver"
 	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver/attacktest"
 	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver/testcerts"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+	"github.com/otelcol-policy/otelcol-policy/pkg/resultsapi"
 	pb "github.com/otelcol-policy/otelcol-policy/proto/policyresults/v1"
 )
 

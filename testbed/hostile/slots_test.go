@@ -23,10 +23,10 @@ import (
 	"google.golang.org/grpc/metadata"
 
 	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
-	"github.com/otelcol-policy/otelcol-policy/internal/connlimit/connlimittest"
-	"github.com/otelcol-policy/otelcol-policy/internal/resultsapi"
 	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver"
+	"github.com/otelcol-policy/otelcol-policy/pkg/connlimit/connlimittest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+	"github.com/otelcol-policy/otelcol-policy/pkg/resultsapi"
 	pb "github.com/otelcol-policy/otelcol-policy/proto/policyresults/v1"
 )
 
@@ -35,7 +35,7 @@ import (
 // clients out: the results server's HTTP listener answered 0 of 30 of them, its gRPC listener 18 of 30, the
 // collector's OPA endpoint 0 of 31 uploads carrying the token, its NDJSON socket 0 of 31 producers, and a silent
 // NDJSON connection kept its place for idle_timeout (an hour). Now a silent connection gives way to a new one
-// (internal/connlimit), one address holds a bounded share of the silent places, and a silent connection is
+// (pkg/connlimit), one address holds a bounded share of the silent places, and a silent connection is
 // closed after a short deadline.
 //
 // Each listener is attacked twice: from the legitimate clients' own address (127.0.0.1), with connections

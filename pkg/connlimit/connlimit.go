@@ -14,7 +14,7 @@
 //   - a connection still silent SilentTimeout after its accept is closed.
 //
 // A proved connection is never closed here: its server's own timeouts (idle, read) end it.
-package connlimit // import "github.com/otelcol-policy/otelcol-policy/internal/connlimit"
+package connlimit // import "github.com/otelcol-policy/otelcol-policy/pkg/connlimit"
 
 import (
 	"container/list"

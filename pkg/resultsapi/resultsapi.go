@@ -3,7 +3,7 @@
 
 // Package resultsapi converts between the result model (pkg/policyresult, log records) and the results
 // forwarding API (proto/policyresults/v1), for the results_grpc exporter and the results server.
-package resultsapi // import "github.com/otelcol-policy/otelcol-policy/internal/resultsapi"
+package resultsapi // import "github.com/otelcol-policy/otelcol-policy/pkg/resultsapi"
 
 import (
 	"go.opentelemetry.io/collector/pdata/pcommon"

@@ -1,7 +1,7 @@
 // Copyright The otelcol-policy Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package resultsapi // import "github.com/otelcol-policy/otelcol-policy/internal/resultsapi"
+package resultsapi // import "github.com/otelcol-policy/otelcol-policy/pkg/resultsapi"
 
 import (
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"

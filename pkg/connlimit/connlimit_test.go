@@ -16,7 +16,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/connlimit/connlimittest"
+	"github.com/otelcol-policy/otelcol-policy/pkg/connlimit/connlimittest"
 )
 
 // server is a Listener on loopback whose accepted connections arrive on accepted, counting what the limits

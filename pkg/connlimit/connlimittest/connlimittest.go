@@ -3,7 +3,7 @@
 
 // Package connlimittest has the client's side of tests of connection limits: connections from a chosen
 // loopback address (each a source of its own), and whether the server still holds one.
-package connlimittest // import "github.com/otelcol-policy/otelcol-policy/internal/connlimit/connlimittest"
+package connlimittest // import "github.com/otelcol-policy/otelcol-policy/pkg/connlimit/connlimittest"
 
 import (
 	"errors"
