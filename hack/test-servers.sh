@@ -112,7 +112,7 @@ install_minio() (
   done
 )
 
-# PostgreSQL from Debian's postgresql package, for the results server's store tests (internal/pgtest runs initdb
+# PostgreSQL from Debian's postgresql package, for the results server's store tests (internal/testutil/pgtest runs initdb
 # and postgres from $PG_BIN_DIR, else /usr/lib/postgresql/<version>/bin, itself, on a free port).
 postgres_installed() {
   if [[ -n ${PG_BIN_DIR:-} ]]; then [[ -x $PG_BIN_DIR/postgres ]]; else compgen -G '/usr/lib/postgresql/*/bin/postgres' >/dev/null; fi

@@ -24,8 +24,8 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/freeport"
-	"github.com/otelcol-policy/otelcol-policy/internal/promtext"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/freeport"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/selfmetrics"
 	pb "github.com/otelcol-policy/otelcol-policy/proto/policyresults/v1"
 )
 
@@ -121,10 +121,10 @@ func TestServeClosesIdleAndExcessConnections(t *testing.T) {
 		return err == nil
 	}, 10*time.Second, 50*time.Millisecond)
 	for _, l := range []string{`listener="http"`, `listener="grpc"`} {
-		v, found := promtext.Sum(string(body), "results_server_connections_refused_total", l)
+		v, found := selfmetrics.Sum(string(body), "results_server_connections_refused_total", l)
 		assert.True(t, found, l)
 		assert.Equal(t, 1.0, v, l)
-		_, found = promtext.Sum(string(body), "results_server_silent_connections_closed_total", l)
+		_, found = selfmetrics.Sum(string(body), "results_server_silent_connections_closed_total", l)
 		assert.True(t, found, l)
 	}
 	assert.True(t, strings.Contains(string(body), `results_server_requests_refused_total{api="grpc",reason="unauthenticated"} 0`))

@@ -23,9 +23,9 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/freeport"
-	"github.com/otelcol-policy/otelcol-policy/internal/pgtest"
 	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/freeport"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/pgtest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 	"github.com/otelcol-policy/otelcol-policy/pkg/resultsapi"
 	pb "github.com/otelcol-policy/otelcol-policy/proto/policyresults/v1"

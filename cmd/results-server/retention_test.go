@@ -16,9 +16,9 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/freeport"
-	"github.com/otelcol-policy/otelcol-policy/internal/promtext"
 	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/freeport"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/selfmetrics"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 	"github.com/otelcol-policy/otelcol-policy/pkg/resultsapi"
 )
@@ -103,7 +103,7 @@ func TestServePrunes(t *testing.T) {
 	done := make(chan error, 1)
 	go func() { done <- serve(ctx, o, zap.NewNop()) }()
 	pruned := func(table string) float64 {
-		v, err := promtext.ReadMetric("http://"+httpAddr+"/metrics", "results_server_pruned_rows_total", `table="`+table+`"`)
+		v, err := selfmetrics.ReadMetric("http://"+httpAddr+"/metrics", "results_server_pruned_rows_total", `table="`+table+`"`)
 		if err != nil {
 			return -1
 		}

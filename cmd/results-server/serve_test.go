@@ -26,9 +26,9 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/freeport"
 	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver"
-	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver/testcerts"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/freeport"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/testcerts"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 	"github.com/otelcol-policy/otelcol-policy/pkg/resultsapi"
 	pb "github.com/otelcol-policy/otelcol-policy/proto/policyresults/v1"

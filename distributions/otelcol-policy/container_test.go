@@ -27,7 +27,7 @@ import (
 	"google.golang.org/grpc/status"
 	"sigs.k8s.io/yaml"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/collectortest"
 )
 
 // loadYAML reads a config file into plain maps and slices.

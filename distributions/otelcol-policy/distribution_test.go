@@ -22,8 +22,8 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"gopkg.in/yaml.v3"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
-	"github.com/otelcol-policy/otelcol-policy/internal/promtext"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/collectortest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/selfmetrics"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
@@ -128,13 +128,13 @@ func waitDrained(t *testing.T, p ports, exporter string, sent int) {
 	metrics := fmt.Sprintf("http://127.0.0.1:%d/metrics", p.Metrics)
 	label := fmt.Sprintf("exporter=%q", exporter)
 	collectortest.Eventually(t, 30*time.Second, func() error {
-		text, err := promtext.Scrape(http.DefaultClient, metrics)
+		text, err := selfmetrics.Scrape(http.DefaultClient, metrics)
 		if err != nil {
 			return err
 		}
-		n, _ := promtext.Sum(text, "otelcol_exporter_sent_log_records", label)
+		n, _ := selfmetrics.Sum(text, "otelcol_exporter_sent_log_records", label)
 		// The logs' queue: an exporter that also sends metrics has a queue for them, never empty for long.
-		q, found := promtext.Sum(text, "otelcol_exporter_queue_size", label+`,data_type="logs"`)
+		q, found := selfmetrics.Sum(text, "otelcol_exporter_queue_size", label+`,data_type="logs"`)
 		if int(n) < sent || !found || q > 0 {
 			return fmt.Errorf("%s sent %v of %d records, holds %v batches (exposed: %v)", exporter, n, sent, q, found)
 		}

@@ -18,8 +18,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
-	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/apiserver"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/collectortest"
 )
 
 // TestBinaryRecordsEventsOnItsPod runs the collector as a Pod's ServiceAccount, with k8s_events and the RBAC of
@@ -29,14 +29,14 @@ func TestBinaryRecordsEventsOnItsPod(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts etcd and kube-apiserver")
 	}
-	cluster, stop, err := k8stest.Start(t.TempDir())
+	cluster, stop, err := apiserver.Start(t.TempDir())
 	require.NoError(t, err)
 	defer stop()
 	const ns, name = "otelcol-policy", "otelcol-policy"
 	cluster.CreateNamespace(t, ns)
 	token := cluster.ServiceAccountToken(t, ns, name)
 	readme := filepath.Join(collectortest.RepoRoot(t), "extension", "k8seventsextension", "README.md")
-	cluster.ApplyRBAC(t, k8stest.MarkdownObjects(t, readme, "## RBAC"))
+	cluster.ApplyRBAC(t, apiserver.MarkdownObjects(t, readme, "## RBAC"))
 	pod := cluster.CreatePod(t, ns, name+"-0", name)
 
 	// What `kubectl describe pod` shows, followed as it changes.

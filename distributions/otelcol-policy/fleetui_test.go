@@ -23,8 +23,8 @@ import (
 	_ "modernc.org/sqlite" // database/sql driver "sqlite"; pgtest registers "pgx"
 
 	"github.com/otelcol-policy/otelcol-policy/internal/chromiumtest"
-	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
-	"github.com/otelcol-policy/otelcol-policy/internal/pgtest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/collectortest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/pgtest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 

@@ -20,10 +20,10 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
 	"github.com/otelcol-policy/otelcol-policy/internal/gatekeepertest"
-	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
-	"github.com/otelcol-policy/otelcol-policy/internal/promtext"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/apiserver"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/collectortest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/selfmetrics"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
@@ -49,7 +49,7 @@ func TestGatekeeperExportThroughTheCollector(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts etcd, kube-apiserver and Gatekeeper")
 	}
-	cluster, stop, err := k8stest.Start(t.TempDir())
+	cluster, stop, err := apiserver.Start(t.TempDir())
 	require.NoError(t, err)
 	t.Cleanup(stop)
 	g := gatekeepertest.Start(t, cluster, gatekeepertest.Options{AuditInterval: time.Second, MaxAuditResults: gkMaxAuditResults})
@@ -453,7 +453,7 @@ service:
 // metric is the sum of the collector's self-metric name over the series matching labels; 0 when none does yet.
 func (c *gkCollector) metric(t *testing.T, name, labels string) float64 {
 	t.Helper()
-	v, err := promtext.ReadCounter(c.metricsURL, name, labels)
+	v, err := selfmetrics.ReadCounter(c.metricsURL, name, labels)
 	require.NoError(t, err)
 	return v
 }

@@ -23,9 +23,9 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
 	"github.com/otelcol-policy/otelcol-policy/internal/gatekeepertest"
-	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/apiserver"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/collectortest"
 )
 
 // The sidecar component (kubernetes/gatekeeper-sidecar) is a kustomize Component patching Gatekeeper's release
@@ -70,13 +70,13 @@ func withComponent(t *testing.T, objs []*unstructured.Unstructured, dir string) 
 	require.Equal(t, "kustomize.config.k8s.io/v1alpha1", c.APIVersion)
 	require.Equal(t, "Component", c.Kind)
 	for _, r := range c.Resources {
-		objs = append(objs, k8stest.Objects(t, filepath.Join(dir, r))...)
+		objs = append(objs, apiserver.Objects(t, filepath.Join(dir, r))...)
 	}
 	for _, p := range c.Patches {
 		path := filepath.Join(dir, p.Path)
 		if p.Target == nil {
 			// A strategic merge patch names its target.
-			for _, patch := range k8stest.Objects(t, path) {
+			for _, patch := range apiserver.Objects(t, path) {
 				target := find(t, objs, patch.GetKind(), patch.GetNamespace(), patch.GetName())
 				strategicMerge(t, target, patch)
 			}
@@ -153,7 +153,7 @@ func gatekeeperWithSidecar(t *testing.T) []*unstructured.Unstructured {
 	if testing.Short() {
 		t.Skip("needs Gatekeeper's release manifest, which hack/test-servers.sh caches")
 	}
-	return withComponent(t, k8stest.Objects(t, gatekeepertest.ReleaseManifest(t)), sidecarComponentDir(t))
+	return withComponent(t, apiserver.Objects(t, gatekeepertest.ReleaseManifest(t)), sidecarComponentDir(t))
 }
 
 // TestKubernetesGatekeeperSidecarMatchesKubectl compares the minimal kustomize with the real one, when kubectl
@@ -364,7 +364,7 @@ func TestKubernetesGatekeeperSidecarOnAPIServer(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts etcd and kube-apiserver")
 	}
-	cluster, stop, err := k8stest.Start(t.TempDir())
+	cluster, stop, err := apiserver.Start(t.TempDir())
 	require.NoError(t, err)
 	t.Cleanup(stop)
 	objs := gatekeeperWithSidecar(t)

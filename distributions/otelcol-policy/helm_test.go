@@ -23,9 +23,9 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 	"sigs.k8s.io/yaml"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
-	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
-	"github.com/otelcol-policy/otelcol-policy/internal/testproc"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/apiserver"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/collectortest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/testproc"
 )
 
 // The Helm chart (helm/otelcol-policy) and the kustomize manifests (kubernetes/) are one source of truth through
@@ -112,7 +112,7 @@ func helmTemplate(t *testing.T, dir string, rel release) []*unstructured.Unstruc
 	}
 	path := filepath.Join(t.TempDir(), "out.yaml")
 	require.NoError(t, os.WriteFile(path, []byte(runHelm(t, args...)), 0o600))
-	objs := k8stest.Objects(t, path)
+	objs := apiserver.Objects(t, path)
 	seen := map[string]bool{}
 	for _, o := range objs {
 		require.False(t, seen[objID(o)], "%s rendered twice", objID(o))
@@ -545,7 +545,7 @@ func chartWithTestFiles(t *testing.T) string {
 // otelcol-policy-node: privileged, warn and audit restricted); the pods the workloads would create are admitted;
 // the HA release's RBAC, applied for real, passes the kustomize RBAC test by impersonation.
 func TestHelmOnAPIServer(t *testing.T) {
-	cluster := k8stest.StartForTest(t)
+	cluster := apiserver.StartForTest(t)
 	crds, err := filepath.Glob(filepath.Join(collectortest.RepoRoot(t), "receiver", "k8sreportsreceiver", "testdata", "crds", "*.yaml"))
 	require.NoError(t, err)
 	// The Prometheus Operator's PrometheusRule and PodMonitor, minimal (testdata/helm/*-crd.yaml).

@@ -18,9 +18,9 @@ import (
 	"github.com/twmb/franz-go/pkg/kfake"
 	"github.com/twmb/franz-go/pkg/kgo"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
-	"github.com/otelcol-policy/otelcol-policy/internal/kafkatest"
-	"github.com/otelcol-policy/otelcol-policy/internal/promtext"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/collectortest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/kafkatest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/selfmetrics"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
@@ -80,7 +80,7 @@ service:
 		c.WaitOutput(`"topic": "decisions"`, 30*time.Second)
 		metrics := fmt.Sprintf("http://127.0.0.1:%d/metrics", p.Metrics)
 		collectortest.Eventually(t, 30*time.Second, func() error {
-			v, err := promtext.ReadMetric(metrics, "otelcol_exporter_kafka_missing_topic_records", `topic="decisions"`)
+			v, err := selfmetrics.ReadMetric(metrics, "otelcol_exporter_kafka_missing_topic_records", `topic="decisions"`)
 			if err != nil || v == 0 {
 				return fmt.Errorf("no records waiting for the topic yet (%v, %w)", v, err)
 			}
@@ -110,15 +110,15 @@ service:
 	// Everything waiting is delivered once the queue is empty and nothing waits for the topic any more.
 	metrics := fmt.Sprintf("http://127.0.0.1:%d/metrics", p.Metrics)
 	collectortest.Eventually(t, 60*time.Second, func() error {
-		q, err := promtext.ReadMetric(metrics, "otelcol_exporter_queue_size", `exporter="kafka"`)
+		q, err := selfmetrics.ReadMetric(metrics, "otelcol_exporter_queue_size", `exporter="kafka"`)
 		if err != nil || q > 0 {
 			return fmt.Errorf("kafka queue holds %v batches (%w)", q, err)
 		}
-		text, err := promtext.Scrape(http.DefaultClient, metrics)
+		text, err := selfmetrics.Scrape(http.DefaultClient, metrics)
 		if err != nil {
 			return err
 		}
-		if _, found := promtext.Sum(text, "otelcol_exporter_kafka_missing_topic_records", ""); found {
+		if _, found := selfmetrics.Sum(text, "otelcol_exporter_kafka_missing_topic_records", ""); found {
 			return fmt.Errorf("records still wait for a topic")
 		}
 		return nil

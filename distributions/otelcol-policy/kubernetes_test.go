@@ -48,8 +48,8 @@ import (
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/yaml"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
-	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/apiserver"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/collectortest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver"
 )
@@ -103,7 +103,7 @@ func kustomize(t *testing.T, dir string) []*unstructured.Unstructured {
 		if st.IsDir() {
 			objs = append(objs, kustomize(t, path)...)
 		} else {
-			objs = append(objs, k8stest.Objects(t, path)...)
+			objs = append(objs, apiserver.Objects(t, path)...)
 		}
 	}
 	for _, img := range k.Images {
@@ -514,7 +514,7 @@ func (w *warnings) take() []string {
 // kubeEnv is a real API server with the test CRDs installed and the manifests' Namespaces, ServiceAccounts and
 // RBAC applied for real.
 type kubeEnv struct {
-	cluster *k8stest.Cluster
+	cluster *apiserver.Cluster
 	objs    []*unstructured.Unstructured
 	dc      dynamic.Interface
 	cs      kubernetes.Interface
@@ -523,10 +523,10 @@ type kubeEnv struct {
 }
 
 // newKubeEnv is the clients of the cluster for objs, as the admin, with the API server's warnings collected.
-func newKubeEnv(t *testing.T, cluster *k8stest.Cluster, objs []*unstructured.Unstructured) *kubeEnv {
+func newKubeEnv(t *testing.T, cluster *apiserver.Cluster, objs []*unstructured.Unstructured) *kubeEnv {
 	t.Helper()
 	e := &kubeEnv{cluster: cluster, objs: objs, warn: &warnings{}}
-	cfg := cluster.Config(k8stest.AdminToken)
+	cfg := cluster.Config(apiserver.AdminToken)
 	cfg.WarningHandler = e.warn
 	var err error
 	e.dc, err = dynamic.NewForConfig(cfg)
@@ -565,7 +565,7 @@ func (e *kubeEnv) apply(t *testing.T, o *unstructured.Unstructured, dryRun bool)
 
 func startKubeEnv(t *testing.T) *kubeEnv {
 	t.Helper()
-	cluster := k8stest.StartForTest(t)
+	cluster := apiserver.StartForTest(t)
 	crds, err := filepath.Glob(filepath.Join(collectortest.RepoRoot(t), "receiver", "k8sreportsreceiver", "testdata", "crds", "*.yaml"))
 	require.NoError(t, err)
 	require.NotEmpty(t, crds)
@@ -714,7 +714,7 @@ func isForbidden(t *testing.T, err error, what string) {
 
 func testRBAC(t *testing.T, e *kubeEnv) {
 	// The collector's identity, as the API server sees a pod's ServiceAccount token.
-	cfg := e.cluster.Config(k8stest.AdminToken)
+	cfg := e.cluster.Config(apiserver.AdminToken)
 	cfg.Impersonate = rest.ImpersonationConfig{
 		UserName: "system:serviceaccount:" + saNamespace + ":" + saName,
 		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + saNamespace, "system:authenticated"},
@@ -877,7 +877,7 @@ func testRBAC(t *testing.T, e *kubeEnv) {
 	isForbidden(t, err, "list CRDs")
 
 	// The DaemonSet's identity has no rights at all.
-	nodeCfg := e.cluster.Config(k8stest.AdminToken)
+	nodeCfg := e.cluster.Config(apiserver.AdminToken)
 	nodeCfg.Impersonate = rest.ImpersonationConfig{
 		UserName: "system:serviceaccount:" + nodeNS + ":otelcol-policy-node",
 		Groups:   []string{"system:serviceaccounts", "system:serviceaccounts:" + nodeNS, "system:authenticated"},
@@ -1366,7 +1366,7 @@ contexts:
 - name: test
   context: {cluster: test, user: sa}
 current-context: test
-`, e.cluster.URL, e.cluster.Config("").CAFile, k8stest.AdminToken, saNamespace, saName, saNamespace), 0o600))
+`, e.cluster.URL, e.cluster.Config("").CAFile, apiserver.AdminToken, saNamespace, saName, saNamespace), 0o600))
 
 	shared := t.TempDir()
 	base := filepath.Join(t.TempDir(), "config.yaml")

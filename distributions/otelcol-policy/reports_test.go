@@ -12,8 +12,8 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
-	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/apiserver"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/collectortest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
@@ -23,7 +23,7 @@ func TestDefaultConfigWatchesTheCurrentKubeconfig(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts etcd and kube-apiserver")
 	}
-	cluster, stop, err := k8stest.Start(t.TempDir())
+	cluster, stop, err := apiserver.Start(t.TempDir())
 	require.NoError(t, err)
 	defer stop()
 	cluster.InstallCRDs(t, filepath.Join(collectortest.RepoRoot(t), "receiver", "k8sreportsreceiver", "testdata", "crds", "wgpolicyk8s.io.yaml"))
@@ -40,7 +40,7 @@ func TestDefaultConfigWatchesTheCurrentKubeconfig(t *testing.T) {
 	}})
 
 	dir := t.TempDir()
-	env := []string{"KUBECONFIG=" + cluster.Kubeconfig(t, k8stest.AdminToken), "OTELCOL_POLICY_CLUSTER_NAME=dev"}
+	env := []string{"KUBECONFIG=" + cluster.Kubeconfig(t, apiserver.AdminToken), "OTELCOL_POLICY_CLUSTER_NAME=dev"}
 	c, _ := start(t, dir, "", env...)
 	got := waitResults(t, dir, 2)
 	assert.ElementsMatch(t, []string{"disallow-latest-tag fail new", "require-labels pass new"}, []string{

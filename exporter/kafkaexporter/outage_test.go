@@ -23,7 +23,7 @@ import (
 	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/otelcol-policy/otelcol-policy/exporter/kafkaexporter/internal/metadata"
-	"github.com/otelcol-policy/otelcol-policy/internal/kafkatest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/kafkatest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"github.com/twmb/franz-go/pkg/kfake"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/kafkatest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/kafkatest"
 )
 
 // TestTopicAllowlist: a record whose topic_from_attribute names a listed topic goes there; one naming any other

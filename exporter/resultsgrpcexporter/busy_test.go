@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver"
-	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver/attacktest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/hostileclient"
 )
 
 // TestBusyServerIsRetriedAfterItsHint: the reference server's ingest budget is held by another client's call,
@@ -25,7 +25,7 @@ func TestBusyServerIsRetriedAfterItsHint(t *testing.T) {
 	// Room for one request's worst case (3 × 1 MiB + 1,000 × 1,536 bytes) and one admission, less a byte.
 	l.IngestBudget = 3<<20 + 1000*1536 + 1<<20 - 1
 	srv := startServer(t, "sqlite://"+filepath.Join(t.TempDir(), "results.db"), withLimits(l))
-	c, err := attacktest.Dial(srv.addr, 1)
+	c, err := hostileclient.Dial(srv.addr, 1)
 	require.NoError(t, err)
 	defer c.Close()
 	_, err = c.OpenStream("", 1<<20, make([]byte, 1024))

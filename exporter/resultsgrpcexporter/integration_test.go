@@ -39,9 +39,9 @@ import (
 
 	"github.com/otelcol-policy/otelcol-policy/exporter/resultsgrpcexporter/internal/metadata"
 	"github.com/otelcol-policy/otelcol-policy/exporter/resultsgrpcexporter/internal/metadatatest"
-	"github.com/otelcol-policy/otelcol-policy/internal/filestoragetest"
 	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver"
-	"github.com/otelcol-policy/otelcol-policy/internal/statustest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/filestoragetest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/statustest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 	pb "github.com/otelcol-policy/otelcol-policy/proto/policyresults/v1"
 )

@@ -32,9 +32,9 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/stats"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/pgtest"
-	"github.com/otelcol-policy/otelcol-policy/internal/promtext"
 	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/pgtest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/selfmetrics"
 )
 
 // backend is a database the reference server stores into.
@@ -45,7 +45,7 @@ type backend struct {
 	start func(t *testing.T) (newDB func(t *testing.T) string)
 }
 
-// backends are SQLite in a temporary directory and PostgreSQL (internal/pgtest: one server for all subtests
+// backends are SQLite in a temporary directory and PostgreSQL (internal/testutil/pgtest: one server for all subtests
 // of the backend, one database per subtest).
 var backends = []backend{
 	{name: "sqlite", start: func(*testing.T) func(*testing.T) string {
@@ -178,7 +178,7 @@ func (s *testServer) attempts() int64 {
 	rec := httptest.NewRecorder()
 	h.ServeHTTP(rec, req)
 	require.Equal(s.t, http.StatusOK, rec.Code)
-	refused, found := promtext.Sum(rec.Body.String(), "results_server_requests_refused_total", `api="grpc",reason="unauthenticated"`)
+	refused, found := selfmetrics.Sum(rec.Body.String(), "results_server_requests_refused_total", `api="grpc",reason="unauthenticated"`)
 	require.True(s.t, found)
 	return s.calls.Load() + int64(refused)
 }

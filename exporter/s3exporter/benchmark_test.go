@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/pdata/plog"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/filebaseline"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/filebaseline"
 )
 
 // benchBatch is the batch size of the benchmarks: a sending_queue batch of PSS results (about 1.2 KB each as a

@@ -26,7 +26,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata/metricdatatest"
 
 	"github.com/otelcol-policy/otelcol-policy/exporter/s3exporter/internal/metadatatest"
-	"github.com/otelcol-policy/otelcol-policy/internal/miniotest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/miniotest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 

@@ -22,7 +22,7 @@ import (
 
 	"github.com/otelcol-policy/otelcol-policy/exporter/s3exporter/internal/metadata"
 	"github.com/otelcol-policy/otelcol-policy/exporter/s3exporter/internal/metadatatest"
-	"github.com/otelcol-policy/otelcol-policy/internal/filestoragetest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/filestoragetest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 

@@ -26,11 +26,11 @@ import (
 
 	"github.com/otelcol-policy/otelcol-policy/extension/k8seventsextension/internal/metadata"
 	"github.com/otelcol-policy/otelcol-policy/internal/k8sclient"
-	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/apiserver"
 )
 
 // cluster is the control plane shared by this package's integration tests (TestMain).
-var cluster *k8stest.Cluster
+var cluster *apiserver.Cluster
 
 // setupCluster runs before the tests (the generated TestMain calls it): it starts etcd and kube-apiserver,
 // which die with the test process.
@@ -39,7 +39,7 @@ func setupCluster() {
 	if testing.Short() {
 		return
 	}
-	c, err := k8stest.StartShared()
+	c, err := apiserver.StartShared()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting the test control plane:", err)
 		os.Exit(1)
@@ -66,7 +66,7 @@ func collectorPod(t *testing.T) (*corev1.Pod, string) {
 	ns := fmt.Sprintf("otelcol-policy-%d", namespaces.Add(1))
 	cluster.CreateNamespace(t, ns)
 	token := cluster.ServiceAccountToken(t, ns, name)
-	rbac := k8stest.MarkdownObjects(t, "README.md", "## RBAC")
+	rbac := apiserver.MarkdownObjects(t, "README.md", "## RBAC")
 	for _, o := range rbac {
 		require.Equal(t, "otelcol-policy", o.GetNamespace(), "%s %s", o.GetKind(), o.GetName())
 		o.SetNamespace(ns)

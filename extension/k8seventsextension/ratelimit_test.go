@@ -20,7 +20,7 @@ import (
 
 	"github.com/otelcol-policy/otelcol-policy/extension/k8seventsextension/internal/metadata"
 	"github.com/otelcol-policy/otelcol-policy/internal/k8sclient"
-	"github.com/otelcol-policy/otelcol-policy/internal/k8sfake"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/fakeapiserver"
 )
 
 // A component that keeps failing gets burst Warnings through and no more (the kubelet's spam filter, per Pod
@@ -28,7 +28,7 @@ import (
 // Event, still gets through.
 func TestSpamFilterDropsEventsOverTheBurst(t *testing.T) {
 	const ns = "otelcol-policy"
-	srv := k8sfake.Start(t)
+	srv := fakeapiserver.Start(t)
 	eventsGVR := schema.GroupVersionResource{Version: "v1", Resource: "events"}
 	srv.Serve(eventsGVR, "Event", true)
 	kubeconfig := srv.Kubeconfig(t)

@@ -18,8 +18,8 @@ import (
 
 	"github.com/otelcol-policy/otelcol-policy/extension/k8sleaderelectorextension/internal/metadata"
 	"github.com/otelcol-policy/otelcol-policy/internal/k8sclient"
-	"github.com/otelcol-policy/otelcol-policy/internal/k8sfake"
-	"github.com/otelcol-policy/otelcol-policy/internal/statustest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/fakeapiserver"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/statustest"
 )
 
 var leasesGVR = schema.GroupVersionResource{Group: "coordination.k8s.io", Version: "v1", Resource: "leases"}
@@ -35,9 +35,9 @@ func testElector(t *testing.T) *elector {
 }
 
 // leaseServer is an API server serving Leases, which $KUBECONFIG names for the electors of the test.
-func leaseServer(t *testing.T) *k8sfake.Server {
+func leaseServer(t *testing.T) *fakeapiserver.Server {
 	t.Helper()
-	srv := k8sfake.Start(t)
+	srv := fakeapiserver.Start(t)
 	srv.Serve(leasesGVR, "Lease", true)
 	t.Setenv("KUBECONFIG", srv.Kubeconfig(t))
 	return srv
@@ -81,7 +81,7 @@ func TestOneLeaderAtATimeAndHandoverOnShutdown(t *testing.T) {
 	// b asks for the lease, finds it held, and keeps following while a renews it several times.
 	from := srv.LastSeq()
 	for range 3 {
-		got := srv.WaitRequest(t, func(r k8sfake.Request) bool {
+		got := srv.WaitRequest(t, func(r fakeapiserver.Request) bool {
 			return r.Seq > from && r.Verb == "update" && r.GVR == leasesGVR && r.Status == http.StatusOK
 		})
 		from = got.Seq

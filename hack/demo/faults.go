@@ -18,7 +18,7 @@ import (
 	"time"
 
 	"github.com/otelcol-policy/otelcol-policy/internal/promtest"
-	"github.com/otelcol-policy/otelcol-policy/internal/testproc"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/testproc"
 )
 
 // floodEvents is one more than the decision_logs receiver's default opa::max_events_per_request (10000): the

@@ -25,8 +25,8 @@ import (
 	"k8s.io/client-go/restmapper"
 	"sigs.k8s.io/yaml"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
-	"github.com/otelcol-policy/otelcol-policy/internal/testproc"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/apiserver"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/testproc"
 )
 
 // adminToken authenticates as a member of system:masters (the token file the API server reads).
@@ -37,16 +37,16 @@ const crdDir = "receiver/k8sreportsreceiver/testdata/crds"
 
 var crdGVR = schema.GroupVersionResource{Group: "apiextensions.k8s.io", Version: "v1", Resource: "customresourcedefinitions"}
 
-// startKube starts etcd and kube-apiserver as internal/k8stest does (same flags, service-account key, token
+// startKube starts etcd and kube-apiserver as internal/testutil/apiserver does (same flags, service-account key, token
 // file and certificate directory), but in the background, and waits until the API server is ready.
 func startKube(e env, p ports) error {
-	etcdBin := testproc.CachedBinary("etcd", k8stest.EtcdVersion)
+	etcdBin := testproc.CachedBinary("etcd", apiserver.EtcdVersion)
 	if !exists(etcdBin) {
 		return fmt.Errorf("etcd not found at %s: run `make test-servers`", etcdBin)
 	}
 	apiserverBin := os.Getenv("KUBE_APISERVER_BIN")
 	if apiserverBin == "" {
-		apiserverBin = testproc.CachedBinary("kube-apiserver", k8stest.KubernetesVersion)
+		apiserverBin = testproc.CachedBinary("kube-apiserver", apiserver.KubernetesVersion)
 	}
 	if !exists(apiserverBin) {
 		return fmt.Errorf("kube-apiserver not found at %s: run `make test-servers`", apiserverBin)
@@ -67,7 +67,7 @@ func startKube(e env, p ports) error {
 	if err := os.MkdirAll(k8s, 0o700); err != nil {
 		return err
 	}
-	if err := k8stest.WriteServiceAccountKey(k8s); err != nil {
+	if err := apiserver.WriteServiceAccountKey(k8s); err != nil {
 		return err
 	}
 	if err := os.WriteFile(filepath.Join(k8s, "tokens.csv"), []byte(adminToken+",admin,admin,system:masters\n"), 0o600); err != nil {
@@ -90,7 +90,7 @@ func startKube(e env, p ports) error {
 		if procs, _ := runningProcs(e); !hasProc(procs, "etcd") {
 			return fmt.Errorf("etcd exited:\n%s", logTail(e, "etcd", 2000))
 		}
-		return k8stest.ReadyURL(apiServerURL(p), adminToken)
+		return apiserver.ReadyURL(apiServerURL(p), adminToken)
 	}); err != nil {
 		return err
 	}

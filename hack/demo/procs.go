@@ -15,7 +15,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/testproc"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/testproc"
 )
 
 // proc is one background process of the demo, as recorded in ./data/demo/pids ("name pid" lines, in start

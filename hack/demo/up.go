@@ -23,10 +23,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/miniotest"
-	"github.com/otelcol-policy/otelcol-policy/internal/opatest"
 	"github.com/otelcol-policy/otelcol-policy/internal/promtest"
-	"github.com/otelcol-policy/otelcol-policy/internal/testproc"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/miniotest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/opatest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/testproc"
 )
 
 type binaries struct {

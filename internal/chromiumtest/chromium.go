@@ -31,7 +31,7 @@ import (
 	"github.com/chromedp/cdproto/runtime"
 	"github.com/chromedp/chromedp"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/testproc"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/testproc"
 )
 
 const (

@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Package gatekeepertest runs a real Gatekeeper (the one hack/test-servers.sh builds) out of cluster against the
-// kube-apiserver of internal/k8stest, with its violation export going to a disk Connection, for tests of what
+// kube-apiserver of internal/testutil/apiserver, with its violation export going to a disk Connection, for tests of what
 // reads Gatekeeper's export directory. It runs the audit, status and generate operations (no webhook), so
 // constraint templates, constraints and the audit behave as in a cluster, and every audit run is written as
 // Gatekeeper writes it: <ExportDir>/<Channel>/<audit id>.txt under a lock, renamed to .log when complete.
@@ -26,9 +26,9 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/freeport"
-	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
-	"github.com/otelcol-policy/otelcol-policy/internal/testproc"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/apiserver"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/freeport"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/testproc"
 )
 
 // Version is the Gatekeeper release hack/test-servers.sh builds.
@@ -97,7 +97,7 @@ type Gatekeeper struct {
 // Start installs Gatekeeper's CRDs in cluster, creates its namespace and the disk Connection, and runs
 // Gatekeeper until the test ends (its log is shown if the test failed). Gatekeeper audits every constraint of the
 // cluster: run one at a time per API server.
-func Start(t testing.TB, cluster *k8stest.Cluster, opts Options) *Gatekeeper {
+func Start(t testing.TB, cluster *apiserver.Cluster, opts Options) *Gatekeeper {
 	t.Helper()
 	bin := Binary(t)
 	crds, err := filepath.Glob(filepath.Join(CRDDir(t), "*.yaml"))
@@ -139,7 +139,7 @@ func Start(t testing.TB, cluster *k8stest.Cluster, opts Options) *Gatekeeper {
 	health := "127.0.0.1:" + strconv.Itoa(ports[0])
 	logFile := filepath.Join(dir, "gatekeeper.log")
 	p, err := testproc.Start("gatekeeper", testproc.Options{LogFile: logFile, Env: []string{"POD_NAMESPACE=" + Namespace}}, bin,
-		"--kubeconfig="+cluster.Kubeconfig(t, k8stest.AdminToken),
+		"--kubeconfig="+cluster.Kubeconfig(t, apiserver.AdminToken),
 		// No webhook: the audit, the status of templates and constraints, and the constraint CRDs.
 		"--operation=audit", "--operation=status", "--operation=generate",
 		"--disable-cert-rotation",

@@ -13,7 +13,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/apiserver"
 )
 
 // TestAuditWritesRunsToDisk proves the harness: a real audit writes one .log file per run, opened by the start
@@ -23,7 +23,7 @@ func TestAuditWritesRunsToDisk(t *testing.T) {
 	if testing.Short() {
 		t.Skip("starts etcd, kube-apiserver and Gatekeeper")
 	}
-	cluster, stop, err := k8stest.Start(t.TempDir())
+	cluster, stop, err := apiserver.Start(t.TempDir())
 	require.NoError(t, err)
 	t.Cleanup(stop)
 	g := Start(t, cluster, Options{AuditInterval: time.Second, MaxAuditResults: 3})

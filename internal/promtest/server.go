@@ -20,8 +20,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/freeport"
-	"github.com/otelcol-policy/otelcol-policy/internal/testproc"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/freeport"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/testproc"
 )
 
 // Version is the Prometheus release hack/test-servers.sh unpacks (Debian bookworm's package).

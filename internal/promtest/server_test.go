@@ -14,7 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/collectortest"
 )
 
 // TestServerScrapesAndQueries: Prometheus scrapes the target it is given, and Query returns the scraped series

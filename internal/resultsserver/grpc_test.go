@@ -23,7 +23,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver/testcerts"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/testcerts"
 	pb "github.com/otelcol-policy/otelcol-policy/proto/policyresults/v1"
 )
 

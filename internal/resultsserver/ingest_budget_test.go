@@ -18,7 +18,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver/attacktest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/hostileclient"
 	pb "github.com/otelcol-policy/otelcol-policy/proto/policyresults/v1"
 )
 
@@ -149,7 +149,7 @@ func TestIngestBudgetOverGRPC(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = s.Close() })
 	addr := serveGRPC(t, s)
-	c, err := attacktest.Dial(addr, 8)
+	c, err := hostileclient.Dial(addr, 8)
 	require.NoError(t, err)
 	defer c.Close()
 	for range 2 {
@@ -162,7 +162,7 @@ func TestIngestBudgetOverGRPC(t *testing.T) {
 	forwardWith := func(token string) error {
 		ctx, cancel := context.WithTimeout(withBearer(token), 10*time.Second)
 		defer cancel()
-		return attacktest.Forward(ctx, conn, attacktest.EmptyResults(20), &pb.ForwardResponse{})
+		return hostileclient.Forward(ctx, conn, hostileclient.EmptyResults(20), &pb.ForwardResponse{})
 	}
 	err = forwardWith(firstToken)
 	st := status.Convert(err)
@@ -171,7 +171,7 @@ func TestIngestBudgetOverGRPC(t *testing.T) {
 	assert.Equal(t, time.Second, st.Details()[0].(*errdetails.RetryInfo).GetRetryDelay().AsDuration())
 	assert.Equal(t, uint64(1), s.metrics.grpcBusy.Load())
 
-	c2, err := attacktest.Dial(addr, 8)
+	c2, err := hostileclient.Dial(addr, 8)
 	require.NoError(t, err)
 	defer c2.Close()
 	_, err = c2.OpenStream("Bearer "+secondToken, 1<<20, make([]byte, 1024))

@@ -21,7 +21,7 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver/attacktest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/hostileclient"
 	"github.com/otelcol-policy/otelcol-policy/pkg/connlimit"
 	pb "github.com/otelcol-policy/otelcol-policy/proto/policyresults/v1"
 )
@@ -61,14 +61,14 @@ func totalAlloc() uint64 {
 func TestUnauthenticatedCallIsRefusedBeforeItIsRead(t *testing.T) {
 	s, addr := limitedServer(t, Limits{})
 	conn := rawConn(t, addr)
-	msg := attacktest.EmptyResults(DefaultMaxRecvMsgSize)
+	msg := hostileclient.EmptyResults(DefaultMaxRecvMsgSize)
 	// The first call sets up the connection and gRPC's pools.
-	require.Equal(t, codes.Unauthenticated, status.Code(attacktest.Forward(context.Background(), conn, msg, &pb.ForwardResponse{})))
+	require.Equal(t, codes.Unauthenticated, status.Code(hostileclient.Forward(context.Background(), conn, msg, &pb.ForwardResponse{})))
 
 	const calls = 20
 	before := totalAlloc()
 	for range calls {
-		err := attacktest.Forward(context.Background(), conn, msg, &pb.ForwardResponse{})
+		err := hostileclient.Forward(context.Background(), conn, msg, &pb.ForwardResponse{})
 		require.Equal(t, codes.Unauthenticated, status.Code(err), "%v", err)
 	}
 	perCall := (totalAlloc() - before) / calls
@@ -85,7 +85,7 @@ func TestUnauthenticatedCallIsRefusedBeforeItIsRead(t *testing.T) {
 // limit reset with REFUSED_STREAM; a gRPC client waits for a free stream instead.
 func TestMaxConcurrentStreams(t *testing.T) {
 	_, addr := limitedServer(t, Limits{MaxConcurrentStreams: 4})
-	c, err := attacktest.Dial(addr, 16)
+	c, err := hostileclient.Dial(addr, 16)
 	require.NoError(t, err)
 	defer c.Close()
 	for range 4 + 3 {
@@ -95,7 +95,7 @@ func TestMaxConcurrentStreams(t *testing.T) {
 	outcomes, err := c.Wait(3, 10*time.Second)
 	require.NoError(t, err)
 	for _, o := range outcomes {
-		assert.Equal(t, attacktest.Outcome{StreamID: o.StreamID, Reset: true, Code: http2.ErrCodeRefusedStream}, o)
+		assert.Equal(t, hostileclient.Outcome{StreamID: o.StreamID, Reset: true, Code: http2.ErrCodeRefusedStream}, o)
 	}
 	assert.Equal(t, []uint32{9, 11, 13}, []uint32{outcomes[0].StreamID, outcomes[1].StreamID, outcomes[2].StreamID},
 		"the first four streams are held")
@@ -105,7 +105,7 @@ func TestMaxConcurrentStreams(t *testing.T) {
 func TestMaxRecvMsgSize(t *testing.T) {
 	s, addr := limitedServer(t, Limits{MaxRecvMsgSize: 1 << 20})
 	conn := rawConn(t, addr)
-	err := attacktest.Forward(withToken(), conn, attacktest.EmptyResults(1<<20+2), &pb.ForwardResponse{})
+	err := hostileclient.Forward(withToken(), conn, hostileclient.EmptyResults(1<<20+2), &pb.ForwardResponse{})
 	assert.Equal(t, codes.ResourceExhausted, status.Code(err), "%v", err)
 	require.Eventually(t, func() bool { return s.metrics.calls[codes.ResourceExhausted].Load() == 1 }, 5*time.Second, 10*time.Millisecond)
 }
@@ -115,13 +115,13 @@ func TestMaxRecvMsgSize(t *testing.T) {
 func TestMaxResultsPerRequest(t *testing.T) {
 	s, addr := limitedServer(t, Limits{MaxResults: 100})
 	conn := rawConn(t, addr)
-	err := attacktest.Forward(withToken(), conn, attacktest.EmptyResults(2*101), &pb.ForwardResponse{})
+	err := hostileclient.Forward(withToken(), conn, hostileclient.EmptyResults(2*101), &pb.ForwardResponse{})
 	assert.Equal(t, codes.Internal, status.Code(err), "%v", err)
 	assert.Contains(t, err.Error(), "more than 100 results in one request, the server's limit")
 	assert.Equal(t, uint64(1), s.metrics.grpcTooManyResults.Load())
 
 	var resp pb.ForwardResponse
-	require.NoError(t, attacktest.Forward(withToken(), conn, attacktest.EmptyResults(2*100), &resp))
+	require.NoError(t, hostileclient.Forward(withToken(), conn, hostileclient.EmptyResults(2*100), &resp))
 	assert.Len(t, resp.GetRejected(), 100)
 	assert.Equal(t, uint64(1), s.metrics.grpcTooManyResults.Load())
 }
@@ -146,7 +146,7 @@ func TestCountResults(t *testing.T) {
 // timeout with DEADLINE_EXCEEDED instead of holding its stream and buffer.
 func TestRequestTimeout(t *testing.T) {
 	s, addr := limitedServer(t, Limits{RequestTimeout: 300 * time.Millisecond})
-	c, err := attacktest.Dial(addr, 4)
+	c, err := hostileclient.Dial(addr, 4)
 	require.NoError(t, err)
 	defer c.Close()
 	_, err = c.OpenStream("Bearer "+limitsToken, 1<<20, make([]byte, 1024))
@@ -161,13 +161,13 @@ func TestRequestTimeout(t *testing.T) {
 // the token is even looked at.
 func TestMaxHeaderBytes(t *testing.T) {
 	s, addr := limitedServer(t, Limits{MaxHeaderBytes: 1024})
-	c, err := attacktest.Dial(addr, 4)
+	c, err := hostileclient.Dial(addr, 4)
 	require.NoError(t, err)
 	defer c.Close()
 	_, err = c.OpenStream("Bearer "+strings.Repeat("x", 2048), 16, nil)
 	require.NoError(t, err)
 	_, err = c.Wait(1, 10*time.Second)
-	require.ErrorIs(t, err, attacktest.ErrNoOutcome)
+	require.ErrorIs(t, err, hostileclient.ErrNoOutcome)
 	assert.Zero(t, s.metrics.grpcUnauthenticated.Load())
 }
 

@@ -22,7 +22,7 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/freeport"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/freeport"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 	pb "github.com/otelcol-policy/otelcol-policy/proto/policyresults/v1"
 )

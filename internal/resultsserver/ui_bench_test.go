@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/pgtest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/pgtest"
 )
 
 // benchResults is the size of the fleet the page benchmark renders from.

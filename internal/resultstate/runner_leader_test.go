@@ -15,9 +15,9 @@ import (
 	"go.opentelemetry.io/collector/component/componentstatus"
 	xstorage "go.opentelemetry.io/collector/extension/xextension/storage"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/filestoragetest"
-	"github.com/otelcol-policy/otelcol-policy/internal/statustest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/filestoragetest"
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/leadertest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/statustest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 

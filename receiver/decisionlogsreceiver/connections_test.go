@@ -16,8 +16,8 @@ import (
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/config/configtls"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
-	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver/testcerts"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/collectortest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/testcerts"
 	"github.com/otelcol-policy/otelcol-policy/pkg/connlimit/connlimittest"
 )
 

@@ -19,7 +19,7 @@ import (
 	"go.opentelemetry.io/collector/component/componentstatus"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/filestoragetest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/filestoragetest"
 )
 
 // Files that are not Gatekeeper's in the export directory, which is shared with whatever else may write there

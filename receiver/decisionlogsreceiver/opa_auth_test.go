@@ -20,7 +20,7 @@ import (
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/extension/extensiontest"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/statustest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/statustest"
 )
 
 // TestOPAEndpointWithBearerTokenAuth: the endpoint authenticates through the bearertokenauth extension, as

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/opatest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/opatest"
 )
 
 // evaluate asks OPA for n decisions (every third denied) and returns their decision ids.

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componentstatus"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/k8sfake"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/fakeapiserver"
 )
 
 func TestForbiddenResourceDoesNotStopTheOthers(t *testing.T) {
@@ -37,7 +37,7 @@ func TestForbiddenResourceDoesNotStopTheOthers(t *testing.T) {
 }
 
 func TestDiscoveryFollowsResourcesBeingServed(t *testing.T) {
-	srv := k8sfake.Start(t)
+	srv := fakeapiserver.Start(t)
 	cfg := fakeConfig()
 	cfg.Kinds = KindsConfig{OpenReports: true}
 	tr := startOnFake(t, srv, cfg, "", nil)

@@ -11,7 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/otelcol-policy/otelcol-policy/internal/k8sclient"
-	"github.com/otelcol-policy/otelcol-policy/internal/k8sfake"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/fakeapiserver"
 )
 
 // fakeRetry keeps the watchers' retries short against the fake API server, where a fault lasts exactly as
@@ -20,8 +20,8 @@ var fakeRetry = retryDelays{min: 5 * time.Millisecond, max: 50 * time.Millisecon
 
 // startFakeServer serves the report resources of policy_reports and vulnerability_reports, as their CRDs in
 // testdata/crds define them.
-func startFakeServer(t *testing.T) *k8sfake.Server {
-	srv := k8sfake.Start(t)
+func startFakeServer(t *testing.T) *fakeapiserver.Server {
+	srv := fakeapiserver.Start(t)
 	srv.Serve(policyReportGVR, "PolicyReport", true)
 	srv.Serve(clusterPolicyReportGVR, "ClusterPolicyReport", false)
 	srv.Serve(vulnReportGVR, "VulnerabilityReport", true)
@@ -40,7 +40,7 @@ func fakeConfig() *Config {
 
 // startOnFake runs a receiver against the fake API server; storageDir, when set, backs a file_storage
 // extension, and ext are further extensions of the host.
-func startOnFake(t *testing.T, srv *k8sfake.Server, cfg *Config, storageDir string, ext map[component.ID]component.Component) *testReceiver {
+func startOnFake(t *testing.T, srv *fakeapiserver.Server, cfg *Config, storageDir string, ext map[component.ID]component.Component) *testReceiver {
 	t.Helper()
 	if ext == nil {
 		ext = map[component.ID]component.Component{}
@@ -52,8 +52,8 @@ func startOnFake(t *testing.T, srv *k8sfake.Server, cfg *Config, storageDir stri
 }
 
 // requestsOf lists the requests of one verb on one resource answered after request number after.
-func requestsOf(srv *k8sfake.Server, verb string, gvr schema.GroupVersionResource, after int) []k8sfake.Request {
-	var out []k8sfake.Request
+func requestsOf(srv *fakeapiserver.Server, verb string, gvr schema.GroupVersionResource, after int) []fakeapiserver.Request {
+	var out []fakeapiserver.Request
 	for _, r := range srv.Requests() {
 		if r.Seq > after && r.Verb == verb && r.GVR == gvr {
 			out = append(out, r)

@@ -13,19 +13,19 @@ import (
 	"go.opentelemetry.io/collector/component"
 
 	"github.com/otelcol-policy/otelcol-policy/extension/k8sleaderelectorextension/k8sleaderelectortest"
-	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/apiserver"
 )
 
 var electorID = component.MustNewID("k8s_leader_elector")
 
 // replica is one collector of a leader-elected pair: an elector and a receiver sharing the storage volume.
 func startReplica(t *testing.T, lease, storageDir string) (*testReceiver, *k8sleaderelectortest.Real) {
-	t.Setenv("KUBECONFIG", cluster.Kubeconfig(t, k8stest.AdminToken))
+	t.Setenv("KUBECONFIG", cluster.Kubeconfig(t, apiserver.AdminToken))
 	el := k8sleaderelectortest.NewReal(t, "default", lease)
 	cfg := testConfig(t)
 	cfg.K8sLeaderElector = &electorID
 	// The receiver uses the elector through the host, as in the collector; the elector starts after it.
-	tr := startReceiverWith(t, cfg, k8stest.AdminToken, storageDir, map[component.ID]component.Component{electorID: el})
+	tr := startReceiverWith(t, cfg, apiserver.AdminToken, storageDir, map[component.ID]component.Component{electorID: el})
 	require.NoError(t, el.Start(context.Background(), tr.host))
 	t.Cleanup(func() { _ = el.Shutdown(context.Background()) })
 	return tr, el

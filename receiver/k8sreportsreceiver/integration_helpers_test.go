@@ -28,17 +28,17 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/filestoragetest"
 	"github.com/otelcol-policy/otelcol-policy/internal/k8sclient"
-	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
-	"github.com/otelcol-policy/otelcol-policy/internal/statustest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/apiserver"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/filestoragetest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/statustest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/metadata"
 	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/metadatatest"
 )
 
 // cluster is the control plane shared by this package's integration tests (TestMain).
-var cluster *k8stest.Cluster
+var cluster *apiserver.Cluster
 
 // setupCluster runs before the tests (the generated TestMain calls it): it starts etcd and kube-apiserver,
 // which die with the test process.
@@ -47,7 +47,7 @@ func setupCluster() {
 	if testing.Short() {
 		return
 	}
-	c, err := k8stest.StartShared()
+	c, err := apiserver.StartShared()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "starting the test control plane:", err)
 		os.Exit(1)
@@ -327,7 +327,7 @@ func object(t *testing.T, yml string) *unstructured.Unstructured {
 	t.Helper()
 	path := filepath.Join(t.TempDir(), "obj.yaml")
 	require.NoError(t, os.WriteFile(path, []byte(yml), 0o600))
-	objs := k8stest.Objects(t, path)
+	objs := apiserver.Objects(t, path)
 	require.Len(t, objs, 1)
 	labels := objs[0].GetLabels()
 	if labels == nil {

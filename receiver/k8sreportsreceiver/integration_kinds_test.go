@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/apiserver"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
@@ -558,7 +558,7 @@ func TestEveryKindCreateUpdateDelete(t *testing.T) {
 			cluster.InstallCRDs(t, crdFile(kc.crds))
 			cfg := testConfig(t)
 			cfg.Kinds = kc.kinds
-			tr := startReceiver(t, cfg, k8stest.AdminToken, "")
+			tr := startReceiver(t, cfg, apiserver.AdminToken, "")
 
 			kc.apply(t, tr, kc.create, kc.beforeStatus)
 			created := tr.waitRecords(len(kc.created))
@@ -586,7 +586,7 @@ func TestEveryKindRestartWithStorage(t *testing.T) {
 			start := func() *testReceiver {
 				cfg := testConfig(t)
 				cfg.Kinds = kc.kinds
-				return startReceiver(t, cfg, k8stest.AdminToken, storageDir)
+				return startReceiver(t, cfg, apiserver.AdminToken, storageDir)
 			}
 			tr := start()
 			kc.apply(t, tr, kc.create, kc.beforeStatus)
@@ -649,7 +649,7 @@ func TestMalformedReportIsSkippedAndCounted(t *testing.T) {
 	cluster.CreateNamespace(t, "shop")
 	cfg := testConfig(t)
 	cfg.Kinds = KindsConfig{VulnerabilityReports: true}
-	tr := startReceiver(t, cfg, k8stest.AdminToken, "")
+	tr := startReceiver(t, cfg, apiserver.AdminToken, "")
 
 	bad := object(t, `
 apiVersion: aquasecurity.github.io/v1alpha1

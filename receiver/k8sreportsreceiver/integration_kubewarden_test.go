@@ -10,7 +10,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/apiserver"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
@@ -21,7 +21,7 @@ func TestKubewardenAuditRuns(t *testing.T) {
 	needCluster(t)
 	cluster.InstallCRDs(t, crdFile("wgpolicyk8s.io"))
 	cluster.CreateNamespace(t, "shop")
-	tr := startReceiver(t, testConfig(t), k8stest.AdminToken, "")
+	tr := startReceiver(t, testConfig(t), apiserver.AdminToken, "")
 
 	type report struct {
 		gvr schema.GroupVersionResource

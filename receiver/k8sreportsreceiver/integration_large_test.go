@@ -22,7 +22,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/apiserver"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
@@ -167,7 +167,7 @@ func TestLargestReportFansOutWithinBoundedMemory(t *testing.T) {
 	t.Logf("one result, %d subjects: %d bytes", largeSubjects, len(raw))
 
 	sink := newTallySink(t)
-	tr := startReceiverInto(t, testConfig(t), k8stest.AdminToken, storageDir, map[component.ID]component.Component{}, sink)
+	tr := startReceiverInto(t, testConfig(t), apiserver.AdminToken, storageDir, map[component.ID]component.Component{}, sink)
 	runtime.GC()
 	base := heapNow()
 	heap := watchHeap()
@@ -189,7 +189,7 @@ func TestLargestReportFansOutWithinBoundedMemory(t *testing.T) {
 	runtime.GC()
 	base = heapNow()
 	heap = watchHeap()
-	tr = startReceiverInto(t, testConfig(t), k8stest.AdminToken, storageDir, map[component.ID]component.Component{}, sink)
+	tr = startReceiverInto(t, testConfig(t), apiserver.AdminToken, storageDir, map[component.ID]component.Component{}, sink)
 	createReport(t, largeReport(t, "zz-signal", 2))
 	sink.wait(t, 2, time.Minute)
 	peak = heap.peak()
@@ -211,7 +211,7 @@ func TestTooLargeReportIsSkippedAcrossRestarts(t *testing.T) {
 	cfg := testConfig(t)
 	cfg.MaxReportRecords = 2000
 
-	tr := startReceiver(t, cfg, k8stest.AdminToken, storageDir)
+	tr := startReceiver(t, cfg, apiserver.AdminToken, storageDir)
 	cluster.Apply(t, policyReportGVR, largeReport(t, "grows", 10))
 	assert.Len(t, tr.waitRecords(10), 10)
 
@@ -224,7 +224,7 @@ func TestTooLargeReportIsSkippedAcrossRestarts(t *testing.T) {
 	assert.Equal(t, "signal", recs[0].Report.Name, "nothing of the report that is too large")
 	tr.stop()
 
-	tr = startReceiver(t, cfg, k8stest.AdminToken, storageDir)
+	tr = startReceiver(t, cfg, apiserver.AdminToken, storageDir)
 	require.Eventually(t, func() bool { return lastStatus(tr) == componentstatus.StatusRecoverableError }, waitFor, tick)
 	require.Eventually(t, func() bool { return errorCount(tr, "policy_reports", "too_large") == 1 }, waitFor, tick,
 		"skipped again, and counted")

@@ -20,10 +20,10 @@ import (
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	rbacv1 "k8s.io/api/rbac/v1"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
 	"github.com/otelcol-policy/otelcol-policy/internal/k8sclient"
-	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
-	"github.com/otelcol-policy/otelcol-policy/internal/statustest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/apiserver"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/collectortest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/statustest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/metadatatest"
 )
@@ -64,7 +64,7 @@ func TestPolicyReportCreateUpdateDelete(t *testing.T) {
 	needCluster(t)
 	cluster.InstallCRDs(t, crdFile("wgpolicyk8s.io"))
 	cluster.CreateNamespace(t, "shop")
-	tr := startReceiver(t, testConfig(t), k8stest.AdminToken, "")
+	tr := startReceiver(t, testConfig(t), apiserver.AdminToken, "")
 
 	cluster.Apply(t, policyReportGVR, object(t, fmt.Sprintf(podReport, "cart", "fail")))
 	recs := tr.waitRecords(3)
@@ -133,7 +133,7 @@ func TestRestartWithStorageEmitsExactlyWhatChanged(t *testing.T) {
 	cluster.CreateNamespace(t, "shop")
 	storageDir := t.TempDir()
 
-	tr := startReceiver(t, testConfig(t), k8stest.AdminToken, storageDir)
+	tr := startReceiver(t, testConfig(t), apiserver.AdminToken, storageDir)
 	cluster.Apply(t, policyReportGVR, object(t, fmt.Sprintf(podReport, "r1", "fail")))
 	cluster.Apply(t, policyReportGVR, object(t, fmt.Sprintf(podReport, "r2", "fail")))
 	cluster.Apply(t, clusterPolicyReportGVR, object(t, fmt.Sprintf(clusterReport, "cis-a", 1)))
@@ -145,7 +145,7 @@ func TestRestartWithStorageEmitsExactlyWhatChanged(t *testing.T) {
 	cluster.Delete(t, clusterPolicyReportGVR, "", "cis-a")
 	cluster.Apply(t, clusterPolicyReportGVR, object(t, fmt.Sprintf(clusterReport, "cis-b", 2)))
 
-	tr = startReceiver(t, testConfig(t), k8stest.AdminToken, storageDir)
+	tr = startReceiver(t, testConfig(t), apiserver.AdminToken, storageDir)
 	recs := tr.waitRecords(3)
 	assert.Equal(t, []string{
 		"changed kyverno disallow-privileged/privileged-containers Pod/shop/cart-7d9f -> pass",
@@ -157,7 +157,7 @@ func TestRestartWithStorageEmitsExactlyWhatChanged(t *testing.T) {
 	tr.stop()
 
 	// A restart with nothing changed emits nothing.
-	tr = startReceiver(t, testConfig(t), k8stest.AdminToken, storageDir)
+	tr = startReceiver(t, testConfig(t), apiserver.AdminToken, storageDir)
 	tr.quietAfter(seenVersion{gvr: policyReportGVR}, seenVersion{gvr: clusterPolicyReportGVR})
 	tr.stop()
 	cluster.Delete(t, policyReportGVR, "shop", "r1")
@@ -174,7 +174,7 @@ func TestInitialSyncNoneEmitsOnlyLaterChanges(t *testing.T) {
 
 	cfg := testConfig(t)
 	cfg.InitialSync = InitialSyncNone
-	tr := startReceiver(t, cfg, k8stest.AdminToken, "")
+	tr := startReceiver(t, cfg, apiserver.AdminToken, "")
 	tr.quietAfter(seenVersion{gvr: policyReportGVR}, seenVersion{gvr: clusterPolicyReportGVR})
 	cluster.Apply(t, policyReportGVR, object(t, fmt.Sprintf(podReport, "existing", "pass")))
 	recs := tr.waitRecords(1)
@@ -204,7 +204,7 @@ func TestCRDInstalledAfterStartAndRemoved(t *testing.T) {
 	cluster.CreateNamespace(t, "shop")
 	cfg := testConfig(t)
 	cfg.Kinds = KindsConfig{OpenReports: true}
-	tr := startReceiver(t, cfg, k8stest.AdminToken, "")
+	tr := startReceiver(t, cfg, apiserver.AdminToken, "")
 	// Nothing arrives once discovery answered (the CRD may be left installed by another test of the shared
 	// control plane, which then is listed, without reports of this test's label).
 	tr.waitDiscovered(openReportGVR)
@@ -253,7 +253,7 @@ func TestForbiddenKindDoesNotStopTheOthers(t *testing.T) {
 	cluster.InstallCRDs(t, crdFile("aquasecurity.github.io"))
 	cluster.CreateNamespace(t, "shop")
 	read := []string{"get", "list", "watch"}
-	cluster.Grant(t, "reports-reader", k8stest.ReaderUser, []rbacv1.PolicyRule{
+	cluster.Grant(t, "reports-reader", apiserver.ReaderUser, []rbacv1.PolicyRule{
 		{APIGroups: []string{"wgpolicyk8s.io"}, Resources: []string{"policyreports", "clusterpolicyreports"}, Verbs: read},
 	})
 	cluster.Apply(t, policyReportGVR, object(t, fmt.Sprintf(podReport, "visible", "fail")))
@@ -265,7 +265,7 @@ func TestForbiddenKindDoesNotStopTheOthers(t *testing.T) {
 
 	cfg := testConfig(t)
 	cfg.Kinds = KindsConfig{PolicyReports: true, VulnerabilityReports: true}
-	tr := newTestReceiver(t, cfg, cluster.Kubeconfig(t, k8stest.ReaderToken), "", map[component.ID]component.Component{}, nil)
+	tr := newTestReceiver(t, cfg, cluster.Kubeconfig(t, apiserver.ReaderToken), "", map[component.ID]component.Component{}, nil)
 	// Retry the forbidden kind quickly, so that the grant below takes effect within the test.
 	tr.rcv.retry.max = 2 * time.Second
 	tr.start()
@@ -278,7 +278,7 @@ func TestForbiddenKindDoesNotStopTheOthers(t *testing.T) {
 	assert.Contains(t, tr.host.Last().Err().Error(), "forbidden")
 
 	// Granting the missing right heals the receiver without a restart.
-	cluster.Grant(t, "reports-reader", k8stest.ReaderUser, []rbacv1.PolicyRule{
+	cluster.Grant(t, "reports-reader", apiserver.ReaderUser, []rbacv1.PolicyRule{
 		{APIGroups: []string{"wgpolicyk8s.io"}, Resources: []string{"policyreports", "clusterpolicyreports"}, Verbs: read},
 		{APIGroups: []string{"aquasecurity.github.io"}, Resources: []string{"vulnerabilityreports", "clustervulnerabilityreports"}, Verbs: read},
 	})

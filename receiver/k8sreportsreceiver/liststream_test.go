@@ -15,7 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"k8s.io/client-go/rest"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/k8sfake"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/fakeapiserver"
 )
 
 // endlessObject is a list response whose first object never ends, as a broken or hostile server might send.
@@ -72,7 +72,7 @@ func TestListReadsTheNextPageWhileThisOneIsParsed(t *testing.T) {
 	go w.readList(ctx, chunks)
 	first := <-chunks // nothing more is taken from chunks until the later pages were requested
 	require.Len(t, first.items, 1)
-	srv.WaitRequest(t, func(r k8sfake.Request) bool {
+	srv.WaitRequest(t, func(r fakeapiserver.Request) bool {
 		return r.Verb == "list" && r.GVR == policyReportGVR && r.Query.Get("continue") != ""
 	})
 }

@@ -15,7 +15,7 @@ import (
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/apiserver"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
@@ -26,7 +26,7 @@ const kubewardenRunLabel = "kubewarden.io/audit-scanner-run-uid"
 // kubewardenReport reads one of the Kubewarden-shaped reports of testdata/parsers/kubewarden.
 func kubewardenReport(t *testing.T, file string) *unstructured.Unstructured {
 	t.Helper()
-	objs := k8stest.Objects(t, filepath.Join("testdata", "parsers", "kubewarden", file))
+	objs := apiserver.Objects(t, filepath.Join("testdata", "parsers", "kubewarden", file))
 	require.Len(t, objs, 1)
 	return objs[0]
 }

@@ -52,7 +52,7 @@ func (p *progress) notify() {
 func (p *progress) hooks() hooks {
 	return hooks{
 		progressed: func(gvr schema.GroupVersionResource, rv string) {
-			// Resource versions are opaque to clients; kube-apiserver's (etcd revisions) and k8sfake's are
+			// Resource versions are opaque to clients; kube-apiserver's (etcd revisions) and fakeapiserver's are
 			// increasing integers, which the tests rely on.
 			n, _ := strconv.ParseUint(rv, 10, 64)
 			p.mu.Lock()

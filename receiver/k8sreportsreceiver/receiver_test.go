@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/k8sfake"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/fakeapiserver"
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/leadertest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
@@ -64,7 +64,7 @@ func TestInitialSyncNoneEmitsOnlyLaterChangesOnFake(t *testing.T) {
 }
 
 // startFollower runs a receiver that watches only while its fake elector says it leads.
-func startFollower(t *testing.T, srv *k8sfake.Server, storageDir string) (*testReceiver, *leadertest.Elector) {
+func startFollower(t *testing.T, srv *fakeapiserver.Server, storageDir string) (*testReceiver, *leadertest.Elector) {
 	t.Helper()
 	el := leadertest.New()
 	cfg := fakeConfig()

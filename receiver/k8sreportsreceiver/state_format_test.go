@@ -19,7 +19,7 @@ import (
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/filestoragetest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/filestoragetest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 

@@ -18,7 +18,7 @@ import (
 	"go.opentelemetry.io/collector/component"
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/filestoragetest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/filestoragetest"
 )
 
 // pssReportJSON is a PolicyReport of testbed/k8sreports: the 19 results of Kyverno's Pod Security Standards

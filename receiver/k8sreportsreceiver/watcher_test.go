@@ -12,18 +12,18 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/component/componentstatus"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/k8sfake"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/fakeapiserver"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
-func applyPodReports(t *testing.T, srv *k8sfake.Server, outcome string, names ...string) {
+func applyPodReports(t *testing.T, srv *fakeapiserver.Server, outcome string, names ...string) {
 	t.Helper()
 	for _, name := range names {
 		srv.ApplyYAML(t, policyReportGVR, fmt.Sprintf(podReport, name, outcome))
 	}
 }
 
-func statuses(reqs []k8sfake.Request) []int {
+func statuses(reqs []fakeapiserver.Request) []int {
 	out := make([]int, len(reqs))
 	for i, r := range reqs {
 		out[i] = r.Status
@@ -124,7 +124,7 @@ func TestRelistAfterGone(t *testing.T) {
 	srv.Deny(policyReportGVR, "watch")
 	before := srv.LastSeq()
 	srv.EndWatches(policyReportGVR)
-	srv.WaitRequest(t, func(r k8sfake.Request) bool {
+	srv.WaitRequest(t, func(r fakeapiserver.Request) bool {
 		return r.Seq > before && r.Verb == "watch" && r.GVR == policyReportGVR && r.Status == http.StatusForbidden
 	})
 	srv.Delete(policyReportGVR, "shop", "gone")

@@ -23,7 +23,7 @@ import (
 	"k8s.io/client-go/dynamic"
 
 	"github.com/otelcol-policy/otelcol-policy/internal/k8sclient"
-	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/apiserver"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver"
 )
@@ -52,12 +52,12 @@ func startK8sReports(t *testing.T) *k8sReceiver {
 	if testing.Short() {
 		t.Skip("needs etcd and kube-apiserver (skipped with -short)")
 	}
-	cluster, stop, err := k8stest.Start(t.TempDir())
+	cluster, stop, err := apiserver.Start(t.TempDir())
 	require.NoError(t, err)
 	t.Cleanup(stop)
 	cluster.InstallCRDs(t, "testdata/policyreports-loose.yaml")
 	cluster.CreateNamespace(t, namespace)
-	t.Setenv("KUBECONFIG", cluster.Kubeconfig(t, k8stest.AdminToken))
+	t.Setenv("KUBECONFIG", cluster.Kubeconfig(t, apiserver.AdminToken))
 	_, dc := cluster.Clients(t)
 
 	f := k8sreportsreceiver.NewFactory()

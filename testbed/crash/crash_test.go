@@ -19,8 +19,8 @@ import (
 
 	"github.com/stretchr/testify/require"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
-	"github.com/otelcol-policy/otelcol-policy/internal/miniotest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/collectortest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/miniotest"
 	"github.com/otelcol-policy/otelcol-policy/testbed/internal/arrivals"
 	"github.com/otelcol-policy/otelcol-policy/testbed/internal/loadclient"
 	"github.com/otelcol-policy/otelcol-policy/testbed/internal/procsample"

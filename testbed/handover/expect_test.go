@@ -15,7 +15,7 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/apis/meta/v1/unstructured"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/apiserver"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 	"github.com/otelcol-policy/otelcol-policy/testbed/internal/pssreports"
 )
@@ -37,7 +37,7 @@ func (in input) report(i int) *unstructured.Unstructured {
 
 func (in input) results() int { return in.reports * pssreports.ResultsPerReport }
 
-func (in input) create(t *testing.T, c *k8stest.Cluster) {
+func (in input) create(t *testing.T, c *apiserver.Cluster) {
 	for n := range in.namespaces {
 		c.CreateNamespace(t, in.namespace(n))
 	}

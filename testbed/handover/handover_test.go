@@ -18,8 +18,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
-	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/apiserver"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/collectortest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 	"github.com/otelcol-policy/otelcol-policy/testbed/internal/procsample"
 	"github.com/otelcol-policy/otelcol-policy/testbed/internal/pssreports"
@@ -51,7 +51,7 @@ func TestHandoverUnderLoad(t *testing.T) {
 	sc := currentScale()
 	began := time.Now()
 	cfg := loadStatefulSetConfig(t)
-	c := k8stest.StartForTest(t)
+	c := apiserver.StartForTest(t)
 	c.InstallCRDs(t, filepath.Join(collectortest.RepoRoot(t), pssreports.CRD))
 	c.CreateNamespace(t, cfg.leaseNamespace)
 	in := input{reports: sc.Reports, namespaces: sc.Namespaces}
@@ -60,7 +60,7 @@ func TestHandoverUnderLoad(t *testing.T) {
 	t.Logf("created %d PolicyReports (%d results) in %s", in.reports, in.results(), time.Since(created).Round(time.Millisecond))
 	want := expect(t, in, cfg.gaugeLabels)
 	require.Len(t, want.keys, in.results(), "every result has a key of its own")
-	kubeconfig := c.Kubeconfig(t, k8stest.AdminToken)
+	kubeconfig := c.Kubeconfig(t, apiserver.AdminToken)
 	res := result{scale: sc, Results: in.results(), ReemitBound: cfg.maxBatchRecords + pssreports.ResultsPerReport - 1,
 		ReplayBound: cfg.queueReplay}
 

@@ -21,9 +21,9 @@ import (
 	"k8s.io/apimachinery/pkg/runtime"
 	"sigs.k8s.io/yaml"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
-	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
-	"github.com/otelcol-policy/otelcol-policy/internal/promtext"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/apiserver"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/collectortest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/selfmetrics"
 	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver"
 )
 
@@ -46,14 +46,14 @@ type statefulSetConfig struct {
 func loadStatefulSetConfig(t *testing.T) statefulSetConfig {
 	deployment := filepath.Join(collectortest.RepoRoot(t), "distributions", "otelcol-policy", "kubernetes", "deployment")
 	var text string
-	for _, o := range k8stest.Objects(t, filepath.Join(deployment, "configmap.yaml")) {
+	for _, o := range apiserver.Objects(t, filepath.Join(deployment, "configmap.yaml")) {
 		if o.GetKind() == "ConfigMap" {
 			text, _, _ = unstructured.NestedString(o.Object, "data", "config.yaml")
 		}
 	}
 	require.NotEmpty(t, text, "the StatefulSet's ConfigMap has config.yaml")
 	var env []string
-	for _, o := range k8stest.Objects(t, filepath.Join(deployment, "statefulset.yaml")) {
+	for _, o := range apiserver.Objects(t, filepath.Join(deployment, "statefulset.yaml")) {
 		var sts appsv1.StatefulSet
 		require.NoError(t, runtime.DefaultUnstructuredConverter.FromUnstructured(o.Object, &sts))
 		for _, c := range sts.Spec.Template.Spec.Containers {
@@ -176,13 +176,13 @@ func (r *replica) metricsURL() string { return fmt.Sprintf("http://127.0.0.1:%d/
 
 // metric is the sum of the series of a self-metric whose line contains labels; an error while it is not exposed.
 func (r *replica) metric(name, labels string) (float64, error) {
-	return promtext.ReadMetric(r.metricsURL(), name, labels)
+	return selfmetrics.ReadMetric(r.metricsURL(), name, labels)
 }
 
 // counter is a self-metric counter that may not be exposed yet: a counter appears with its first count.
 func (r *replica) counter(t *testing.T, name, labels string) float64 {
 	t.Helper()
-	v, err := promtext.ReadCounter(r.metricsURL(), name, labels)
+	v, err := selfmetrics.ReadCounter(r.metricsURL(), name, labels)
 	require.NoError(t, err)
 	return v
 }

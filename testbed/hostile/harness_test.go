@@ -27,8 +27,8 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	"sigs.k8s.io/yaml"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
-	"github.com/otelcol-policy/otelcol-policy/internal/promtext"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/collectortest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/selfmetrics"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 	"github.com/otelcol-policy/otelcol-policy/testbed/internal/procsample"
 )
@@ -295,7 +295,7 @@ func (tg *Target) PeakMiB() float64 {
 
 // Metric is a self-metric summed over the series whose labels contain labels; 0 while it is not exposed.
 func (tg *Target) Metric(name, labels string) float64 {
-	v, err := promtext.ReadCounter(tg.MetricsURL(), name, labels)
+	v, err := selfmetrics.ReadCounter(tg.MetricsURL(), name, labels)
 	require.NoError(tg.t, err)
 	return v
 }

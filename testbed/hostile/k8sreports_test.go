@@ -21,8 +21,8 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/dynamic"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
-	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/apiserver"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/collectortest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
@@ -68,13 +68,13 @@ func startReportsAPI(t *testing.T) *reportsAPI {
 	if testing.Short() {
 		t.Skip("needs etcd and kube-apiserver (skipped with -short)")
 	}
-	cluster, stop, err := k8stest.Start(t.TempDir())
+	cluster, stop, err := apiserver.Start(t.TempDir())
 	require.NoError(t, err)
 	t.Cleanup(stop)
 	cluster.InstallCRDs(t, filepath.Join(collectortest.RepoRoot(t), "receiver", "k8sreportsreceiver", "testdata", "crds", "wgpolicyk8s.io.yaml"))
 	cluster.CreateNamespace(t, reportsNamespace)
 	_, dc := cluster.Clients(t)
-	return &reportsAPI{t: t, dc: dc, kubeconfig: cluster.Kubeconfig(t, k8stest.AdminToken)}
+	return &reportsAPI{t: t, dc: dc, kubeconfig: cluster.Kubeconfig(t, apiserver.AdminToken)}
 }
 
 func (a *reportsAPI) create(obj *unstructured.Unstructured) {

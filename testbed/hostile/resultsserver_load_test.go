@@ -32,11 +32,11 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
-	"github.com/otelcol-policy/otelcol-policy/internal/pgtest"
 	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver"
-	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver/attacktest"
-	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver/testcerts"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/collectortest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/hostileclient"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/pgtest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/testcerts"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 	"github.com/otelcol-policy/otelcol-policy/pkg/resultsapi"
 	pb "github.com/otelcol-policy/otelcol-policy/proto/policyresults/v1"
@@ -184,7 +184,7 @@ func forwardRetrying(conn *grpc.ClientConn, msg []byte, n int, busy *atomic.Int6
 	for {
 		ctx, cancel := context.WithTimeout(withToken(context.Background()), time.Minute)
 		var resp pb.ForwardResponse
-		err := attacktest.Forward(ctx, conn, msg, &resp)
+		err := hostileclient.Forward(ctx, conn, msg, &resp)
 		cancel()
 		switch {
 		case err == nil && int(resp.GetAccepted()) == n:
@@ -214,9 +214,9 @@ func TestResultsServerStalledCalls(t *testing.T) {
 	chunk := make([]byte, 16<<10)
 	var exhausted int
 	s.attack("stalled-calls", func() {
-		var open []*attacktest.Conn
+		var open []*hostileclient.Conn
 		for range conns {
-			c, err := attacktest.Dial(s.grpc, perConn)
+			c, err := hostileclient.Dial(s.grpc, perConn)
 			require.NoError(t, err)
 			defer c.Close()
 			for range perConn {
@@ -231,7 +231,7 @@ func TestResultsServerStalledCalls(t *testing.T) {
 			for _, c := range open {
 				for len(c.Outcomes()) > 0 {
 					o := <-c.Outcomes()
-					require.Equal(t, attacktest.Outcome{StreamID: o.StreamID, GRPCStatus: "8"}, o, "RESOURCE_EXHAUSTED")
+					require.Equal(t, hostileclient.Outcome{StreamID: o.StreamID, GRPCStatus: "8"}, o, "RESOURCE_EXHAUSTED")
 					exhausted++
 				}
 			}

@@ -31,10 +31,10 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
-	"github.com/otelcol-policy/otelcol-policy/internal/promtext"
 	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver"
-	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver/attacktest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/collectortest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/hostileclient"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/selfmetrics"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 	"github.com/otelcol-policy/otelcol-policy/pkg/resultsapi"
 	pb "github.com/otelcol-policy/otelcol-policy/proto/policyresults/v1"
@@ -188,9 +188,9 @@ func (s *resultsServer) stored(cluster string) (int, error) {
 
 func (s *resultsServer) metric(name, labels string) float64 {
 	s.t.Helper()
-	text, err := promtext.Scrape(s.httpClient(), s.httpURL("/metrics"))
+	text, err := selfmetrics.Scrape(s.httpClient(), s.httpURL("/metrics"))
 	require.NoError(s.t, err)
-	v, found := promtext.Sum(text, name, labels)
+	v, found := selfmetrics.Sum(text, name, labels)
 	require.True(s.t, found, "%s{%s} is exposed", name, labels)
 	return v
 }
@@ -319,7 +319,7 @@ func (s *resultsServer) attack(name string, flood func(), counted func() map[str
 func TestResultsServerUnauthenticatedFlood(t *testing.T) {
 	s := startResultsServer(t)
 	callers, rounds := 8, pick(3, 50)
-	msg := attacktest.EmptyResults(resultsserver.DefaultMaxRecvMsgSize)
+	msg := hostileclient.EmptyResults(resultsserver.DefaultMaxRecvMsgSize)
 	codesSeen := make(chan codes.Code, callers*rounds)
 	s.attack("unauthenticated-4mib", func() {
 		var wg sync.WaitGroup
@@ -332,7 +332,7 @@ func TestResultsServerUnauthenticatedFlood(t *testing.T) {
 				defer wg.Done()
 				for range rounds {
 					ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-					err := attacktest.Forward(ctx, conn, msg, &pb.ForwardResponse{})
+					err := hostileclient.Forward(ctx, conn, msg, &pb.ForwardResponse{})
 					cancel()
 					codesSeen <- status.Code(err)
 				}
@@ -362,7 +362,7 @@ func TestResultsServerStreamsOnOneConnection(t *testing.T) {
 	held := resultsserver.DefaultMaxConcurrentStreams
 	chunk := make([]byte, 16<<10)
 	s.attack("streams", func() {
-		c, err := attacktest.Dial(s.grpc, unauthenticated+beyond+held)
+		c, err := hostileclient.Dial(s.grpc, unauthenticated+beyond+held)
 		require.NoError(t, err)
 		defer c.Close()
 		for range unauthenticated {
@@ -372,7 +372,7 @@ func TestResultsServerStreamsOnOneConnection(t *testing.T) {
 		outcomes, err := c.Wait(unauthenticated, 30*time.Second)
 		require.NoError(t, err, "every stream without a token is answered")
 		for _, o := range outcomes {
-			require.Equal(t, attacktest.Outcome{StreamID: o.StreamID, GRPCStatus: "16"}, o, "UNAUTHENTICATED")
+			require.Equal(t, hostileclient.Outcome{StreamID: o.StreamID, GRPCStatus: "16"}, o, "UNAUTHENTICATED")
 		}
 		for range held + beyond {
 			_, err := c.OpenStream("Bearer "+resultsServerToken, 4<<20, chunk)
@@ -381,7 +381,7 @@ func TestResultsServerStreamsOnOneConnection(t *testing.T) {
 		outcomes, err = c.Wait(beyond, 30*time.Second)
 		require.NoError(t, err, "the streams beyond the limit are refused")
 		for _, o := range outcomes {
-			require.Equal(t, attacktest.Outcome{StreamID: o.StreamID, Reset: true, Code: http2.ErrCodeRefusedStream}, o)
+			require.Equal(t, hostileclient.Outcome{StreamID: o.StreamID, Reset: true, Code: http2.ErrCodeRefusedStream}, o)
 		}
 	}, func() map[string]float64 {
 		refused := s.metric("results_server_requests_refused_total", `api="grpc",reason="unauthenticated"`)

@@ -28,9 +28,9 @@ import (
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/kubernetes"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
-	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
-	"github.com/otelcol-policy/otelcol-policy/internal/promtext"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/apiserver"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/collectortest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/selfmetrics"
 	"github.com/otelcol-policy/otelcol-policy/testbed/internal/procsample"
 	"github.com/otelcol-policy/otelcol-policy/testbed/internal/pssreports"
 )
@@ -122,7 +122,7 @@ func runs(b *testing.B) int {
 // start to the end of the change burst; the runs of the setups alternate, so that a drift of the machine or of
 // the API server spreads over all of them.
 func BenchmarkK8sReports(b *testing.B) {
-	cluster, stop, err := k8stest.Start(b.TempDir())
+	cluster, stop, err := apiserver.Start(b.TempDir())
 	require.NoError(b, err)
 	defer stop()
 	root := collectortest.RepoRoot(b)
@@ -157,7 +157,7 @@ func BenchmarkK8sReports(b *testing.B) {
 // runOnce measures one fresh collector: the initial sync of every report, then a burst of changes. round numbers
 // the bursts against this API server: each writes a message of its own, so that every burst changes every
 // result it touches, also in a second and third run.
-func runOnce(b *testing.B, cluster *k8stest.Cluster, dc dynamic.Interface, total int, s setup, run, round int) {
+func runOnce(b *testing.B, cluster *apiserver.Cluster, dc dynamic.Interface, total int, s setup, run, round int) {
 	if s.bin != "" {
 		b.Setenv(collectortest.BinaryEnv, s.bin)
 	}
@@ -203,7 +203,7 @@ service:
 
 	want := float64(total * pssreports.ResultsPerReport)
 	started := time.Now()
-	env := []string{"KUBECONFIG=" + cluster.Kubeconfig(b, k8stest.AdminToken)}
+	env := []string{"KUBECONFIG=" + cluster.Kubeconfig(b, apiserver.AdminToken)}
 	if s.gomemlimit != "" {
 		// The collector's documented deployment setting: a soft heap limit below the container's memory limit.
 		env = append(env, "GOMEMLIMIT="+s.gomemlimit)
@@ -283,7 +283,7 @@ func restartNothingChanged(b *testing.B, dir string, env []string, cfgPath strin
 	require.EqualValues(b, total, line.Reports, "reports known after the restart")
 	require.Zero(b, line.Records, "records emitted after a restart with nothing changed")
 	heap := liveHeap(b, pprofPort)
-	sent, err := promtext.ReadCounter(fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort), "otelcol_exporter_sent_log_records", "")
+	sent, err := selfmetrics.ReadCounter(fmt.Sprintf("http://127.0.0.1:%d/metrics", metricsPort), "otelcol_exporter_sent_log_records", "")
 	require.NoError(b, err)
 	require.Zero(b, sent, "records exported after a restart with nothing changed")
 	peak := peakRSS(b, c)
@@ -344,8 +344,8 @@ func liveHeap(b *testing.B, pprofPort int) float64 {
 // the receiver does (500 a page, cluster-wide), reads each page to its end and keeps nothing but the continue
 // token. No collector is as fast; the time is what the API server and etcd cost. Every run measures it right
 // before its collector starts, so that the ratio of the two compares the same state of the API server.
-func listFloor(b *testing.B, cluster *k8stest.Cluster, total int) time.Duration {
-	cfg := cluster.Config(k8stest.AdminToken)
+func listFloor(b *testing.B, cluster *apiserver.Cluster, total int) time.Duration {
+	cfg := cluster.Config(apiserver.AdminToken)
 	cfg.QPS, cfg.Burst = 50, 100 // the receiver's defaults
 	cs, err := kubernetes.NewForConfig(cfg)
 	require.NoError(b, err)
@@ -378,7 +378,7 @@ func waitSent(b *testing.B, port int, n float64, timeout time.Duration) float64 
 	var got float64
 	collectortest.Eventually(b, timeout, func() error {
 		var err error
-		got, err = promtext.ReadMetric(fmt.Sprintf("http://127.0.0.1:%d/metrics", port), "otelcol_exporter_sent_log_records", "")
+		got, err = selfmetrics.ReadMetric(fmt.Sprintf("http://127.0.0.1:%d/metrics", port), "otelcol_exporter_sent_log_records", "")
 		if err != nil {
 			return err
 		}

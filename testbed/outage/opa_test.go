@@ -15,9 +15,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
-	"github.com/otelcol-policy/otelcol-policy/internal/opatest"
-	"github.com/otelcol-policy/otelcol-policy/internal/promtext"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/collectortest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/opatest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/selfmetrics"
 	"github.com/otelcol-policy/otelcol-policy/testbed/internal/arrivals"
 )
 
@@ -55,7 +55,7 @@ func TestOutageRealOPA(t *testing.T) {
 	d.down()
 	t.Logf("broker down, %d decisions so far", decider.count())
 	time.Sleep(sc.Outage)
-	refused, err := promtext.ReadMetric(metricsURL, "otelcol_receiver_refused_log_records", `receiver="decision_logs"`)
+	refused, err := selfmetrics.ReadMetric(metricsURL, "otelcol_receiver_refused_log_records", `receiver="decision_logs"`)
 	require.NoError(t, err)
 	d.up()
 	t.Logf("broker up, %d decisions so far, %.0f decision records refused by the receiver", decider.count(), refused)

@@ -14,7 +14,7 @@ import (
 	"go.opentelemetry.io/collector/component/componenttest"
 
 	"github.com/otelcol-policy/otelcol-policy/extension/k8sleaderelectorextension"
-	"github.com/otelcol-policy/otelcol-policy/internal/k8stest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/apiserver"
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/leadertest"
 )
 
@@ -51,8 +51,8 @@ var Pairs = map[string]func(*testing.T) Pair{
 // under -short). The handover is a rolling update's: A shuts down, releasing the lease, and B takes it.
 func NewPairOnAPIServer(t *testing.T) Pair {
 	t.Helper()
-	cluster := k8stest.StartForTest(t)
-	t.Setenv("KUBECONFIG", cluster.Kubeconfig(t, k8stest.AdminToken))
+	cluster := apiserver.StartForTest(t)
+	t.Setenv("KUBECONFIG", cluster.Kubeconfig(t, apiserver.AdminToken))
 	a, b := NewReal(t, "default", "handover"), NewReal(t, "default", "handover")
 	t.Cleanup(func() {
 		require.NoError(t, a.Shutdown(context.Background()))

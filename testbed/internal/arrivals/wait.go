@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/collectortest"
-	"github.com/otelcol-policy/otelcol-policy/internal/promtext"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/collectortest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/selfmetrics"
 )
 
 // Reader reads what reached a backend so far: how often each id arrived, and how many records carried them.
@@ -45,7 +45,7 @@ func Settle(t testing.TB, ctx context.Context, read Reader, metricsURL, exporter
 		if perID, records, err = read(ctx); err != nil {
 			return err
 		}
-		q, err := promtext.ReadMetric(metricsURL, "otelcol_exporter_queue_size", fmt.Sprintf("exporter=%q", exporter))
+		q, err := selfmetrics.ReadMetric(metricsURL, "otelcol_exporter_queue_size", fmt.Sprintf("exporter=%q", exporter))
 		if err != nil {
 			return err
 		}

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/promtext"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/selfmetrics"
 )
 
 // Options of a Sampler.
@@ -140,14 +140,14 @@ func (s *Sampler) sample() {
 }
 
 func (s *Sampler) readMetrics(now time.Time, smp *Sample) {
-	text, err := promtext.Scrape(s.client, s.metricsURL)
+	text, err := selfmetrics.Scrape(s.client, s.metricsURL)
 	if err != nil {
 		smp.NoMetrics = true
 		return
 	}
 	if s.opts.Counter != "" {
 		// A counter not exposed yet has counted nothing: the SDK exposes a counter from its first increment.
-		v, _ := promtext.Sum(text, s.opts.Counter, s.opts.CounterLabels)
+		v, _ := selfmetrics.Sum(text, s.opts.Counter, s.opts.CounterLabels)
 		delta := v - s.lastValue
 		if v < s.lastValue {
 			delta = v // the counter reset: the process restarted under the same pid, or re-registered it
@@ -159,7 +159,7 @@ func (s *Sampler) readMetrics(now time.Time, smp *Sample) {
 		s.lastValue, s.lastAt = v, now
 	}
 	for _, g := range s.opts.Gauges {
-		if v, ok := promtext.Sum(text, g, ""); ok {
+		if v, ok := selfmetrics.Sum(text, g, ""); ok {
 			if smp.Gauges == nil {
 				smp.Gauges = make(map[string]float64, len(s.opts.Gauges))
 			}
