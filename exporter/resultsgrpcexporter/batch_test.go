@@ -12,6 +12,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/otelcol-policy/otelcol-policy/internal/logsubset"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/resultbatch"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 )
 
@@ -41,18 +42,18 @@ func TestSplit(t *testing.T) {
 
 func TestConvert(t *testing.T) {
 	ld := plog.NewLogs()
-	want := appendResults(ld, 0, 3, 0)
-	appendDecision(ld, "d-1")
+	want := resultbatch.Append(ld, 0, 3, 0)
+	resultbatch.AppendDecision(ld, "d-1")
 	// A processor rewrote an identity attribute without recomputing the key: the conversion refuses it.
 	tampered := ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().AppendEmpty()
-	r := testResult(3, 0)
+	r := resultbatch.Result(3, 0)
 	policyresult.WriteLogRecord(&r, tampered)
 	tampered.Attributes().PutStr(policyresult.AttrPolicy, "renamed")
 	// A result whose message alone is larger than a request may be.
-	big := testResult(4, 0)
+	big := resultbatch.Result(4, 0)
 	big.Message = strings.Repeat("x", 2000)
 	policyresult.WriteLogRecord(&big, ld.ResourceLogs().At(0).ScopeLogs().At(0).LogRecords().AppendEmpty())
-	appendResults(ld, 5, 1, 0)
+	resultbatch.Append(ld, 5, 1, 0)
 
 	b := convert(ld, 1000)
 	require.Len(t, b.results, 4)
@@ -65,7 +66,7 @@ func TestConvert(t *testing.T) {
 		assert.Equal(t, w.ID(), b.results[i].GetId())
 		assert.Equal(t, elementSize(b.results[i]), b.sizes[i])
 	}
-	fifth := testResult(5, 0)
+	fifth := resultbatch.Result(5, 0)
 	assert.Equal(t, fifth.Key(), b.results[3].GetKey())
 	assert.Equal(t, []logsubset.Location{at(0, 0, 0), at(0, 0, 1), at(0, 0, 2), at(2, 0, 0)}, b.locs)
 
@@ -76,10 +77,10 @@ func TestConvert(t *testing.T) {
 
 func TestConvertTooLarge(t *testing.T) {
 	ld := plog.NewLogs()
-	big := testResult(0, 0)
+	big := resultbatch.Result(0, 0)
 	big.Message = strings.Repeat("x", 2000)
 	rl := ld.ResourceLogs().AppendEmpty()
-	policyresult.WriteResource(rl.Resource(), testCluster)
+	policyresult.WriteResource(rl.Resource(), resultbatch.Cluster)
 	policyresult.WriteLogRecord(&big, rl.ScopeLogs().AppendEmpty().LogRecords().AppendEmpty())
 	b := convert(ld, 1000)
 	require.Equal(t, 1, b.invalid)
@@ -89,16 +90,16 @@ func TestConvertTooLarge(t *testing.T) {
 
 func TestSubset(t *testing.T) {
 	ld := plog.NewLogs()
-	appendResults(ld, 0, 3, 0)
-	appendDecision(ld, "d-1")
-	appendResults(ld, 3, 2, 0)
+	resultbatch.Append(ld, 0, 3, 0)
+	resultbatch.AppendDecision(ld, "d-1")
+	resultbatch.Append(ld, 3, 2, 0)
 	ld.ResourceLogs().At(2).ScopeLogs().At(0).Scope().SetName("k8s_reports")
 
 	got := logsubset.Subset(ld, []logsubset.Location{at(0, 0, 2), at(2, 0, 0), at(2, 0, 1)})
 	require.Equal(t, 2, got.ResourceLogs().Len())
 	assert.Equal(t, 3, got.LogRecordCount())
 	cluster, _ := got.ResourceLogs().At(1).Resource().Attributes().Get(policyresult.AttrClusterName)
-	assert.Equal(t, testCluster, cluster.Str())
+	assert.Equal(t, resultbatch.Cluster, cluster.Str())
 	assert.Equal(t, "k8s_reports", got.ResourceLogs().At(1).ScopeLogs().At(0).Scope().Name())
 	keys := func(rl plog.ResourceLogs) (out []string) {
 		lrs := rl.ScopeLogs().At(0).LogRecords()
@@ -108,7 +109,7 @@ func TestSubset(t *testing.T) {
 		}
 		return out
 	}
-	k := func(i int) string { r := testResult(i, 0); return r.Key() }
+	k := func(i int) string { r := resultbatch.Result(i, 0); return r.Key() }
 	assert.Equal(t, []string{k(2)}, keys(got.ResourceLogs().At(0)))
 	assert.Equal(t, []string{k(3), k(4)}, keys(got.ResourceLogs().At(1)))
 }

@@ -8,6 +8,7 @@ import (
 
 	"google.golang.org/protobuf/proto"
 
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/resultbatch"
 	pb "github.com/otelcol-policy/otelcol-policy/proto/policyresults/v1"
 )
 
@@ -16,7 +17,7 @@ import (
 // testbed/resultsgrpc measures the whole path into the reference server.
 func BenchmarkEncode(b *testing.B) {
 	const n = 5000
-	ld := results(0, n, 0)
+	ld := resultbatch.Logs(0, n, 0)
 	meta := map[string]string{"environment": "production"}
 	var bytes int
 	for b.Loop() {

@@ -1,7 +1,7 @@
 // Copyright The otelcol-policy Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package resultsgrpcexporter
+package resultsgrpcexporter_test
 
 import (
 	"context"
@@ -11,10 +11,14 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-policy/otelcol-policy/exporter/resultsgrpcexporter"
+	"github.com/otelcol-policy/otelcol-policy/exporter/resultsgrpcexporter/resultsgrpctest"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/resultbatch"
 )
 
 // TestReconnectDelayIsCapped: while the server is unreachable, the exporter tries to connect again at least every
-// maxReconnectDelay (plus gRPC's 20 % jitter), so a server that is back is found within that. The server here
+// MaxReconnectDelay (plus gRPC's 20 % jitter), so a server that is back is found within that. The server here
 // accepts each connection and closes it at once, as a restarting process does, and the test waits for the eighth
 // attempt: with the cap it comes about 24 s after the first, on gRPC's own schedule (1 s × 1.6^n, up to 2
 // minutes) 44 s after it, with an 11 s and a 17 s wait before it.
@@ -38,9 +42,9 @@ func TestReconnectDelayIsCapped(t *testing.T) {
 		}
 	}()
 
-	exp := newTestExporter(t, testConfig(ln.Addr().String()), nil)
+	exp := resultsgrpctest.Start(t, resultsgrpctest.Config(ln.Addr().String()), nil)
 	// The first call makes gRPC connect; it fails, and gRPC keeps trying in the background.
-	require.Error(t, exp.ConsumeLogs(context.Background(), results(0, 1, 0)))
+	require.Error(t, exp.ConsumeLogs(context.Background(), resultbatch.Logs(0, 1, 0)))
 	var seen []time.Time
 	timeout := time.After(40 * time.Second)
 	for len(seen) < want {
@@ -55,6 +59,6 @@ func TestReconnectDelayIsCapped(t *testing.T) {
 	for i := 1; i < len(seen); i++ {
 		longest = max(longest, seen[i].Sub(seen[i-1]))
 	}
-	assert.LessOrEqual(t, longest, maxReconnectDelay*6/5+500*time.Millisecond,
+	assert.LessOrEqual(t, longest, resultsgrpcexporter.MaxReconnectDelay*6/5+500*time.Millisecond,
 		"the longest wait between two connection attempts")
 }

@@ -1,9 +1,9 @@
 // Copyright The otelcol-policy Authors
 // SPDX-License-Identifier: Apache-2.0
 
-// Package resultsgrpc benchmarks the results_grpc exporter, as its factory builds it, forwarding to the
-// reference results server (internal/resultsserver) in-process over loopback gRPC, storing into SQLite and
-// into PostgreSQL. Run with
+// Package resultsgrpc tests and benchmarks the results_grpc exporter, as its factory builds it, forwarding to
+// the reference results server (internal/resultsserver) in-process over loopback gRPC, storing into SQLite and
+// into PostgreSQL. Run the benchmark with
 // `go test -run '^$' -bench BenchmarkResultsGRPC -benchtime 20x ./testbed/resultsgrpc/`.
 //
 // It reports no peak RSS, unlike the benchmarks of the binary: the exporter, the results server with its SQLite

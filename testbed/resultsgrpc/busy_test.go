@@ -1,7 +1,7 @@
 // Copyright The otelcol-policy Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package resultsgrpcexporter
+package resultsgrpc
 
 import (
 	"context"
@@ -12,8 +12,10 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/otelcol-policy/otelcol-policy/exporter/resultsgrpcexporter/resultsgrpctest"
 	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver"
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/hostileclient"
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/resultbatch"
 )
 
 // TestBusyServerIsRetriedAfterItsHint: the reference server's ingest budget is held by another client's call,
@@ -31,14 +33,14 @@ func TestBusyServerIsRetriedAfterItsHint(t *testing.T) {
 	_, err = c.OpenStream("", 1<<20, make([]byte, 1024))
 	require.NoError(t, err)
 
-	cfg := testConfig(srv.addr)
+	cfg := resultsgrpctest.Config(srv.addr)
 	cfg.RetryConfig.Enabled = true
 	cfg.RetryConfig.InitialInterval = 10 * time.Millisecond
 	cfg.RetryConfig.MaxInterval = 10 * time.Millisecond
-	exp := newTestExporter(t, cfg, nil)
+	exp := resultsgrpctest.Start(t, cfg, nil)
 	start := time.Now()
-	require.NoError(t, exp.ConsumeLogs(context.Background(), results(0, 10, 0)))
-	codes := exp.counts(t, "requests", "code")
+	require.NoError(t, exp.ConsumeLogs(context.Background(), resultbatch.Logs(0, 10, 0)))
+	codes := exp.Counts("requests", "code")
 	assert.Positive(t, codes["ResourceExhausted"], "refused while the budget was held: %v", codes)
 	assert.LessOrEqual(t, codes["ResourceExhausted"], int64(3), "about once a second until the held call ended at 2 s")
 	assert.Equal(t, int64(1), codes["OK"])

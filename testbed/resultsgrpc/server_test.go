@@ -1,30 +1,21 @@
 // Copyright The otelcol-policy Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package resultsgrpcexporter
+package resultsgrpc
 
 import (
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
 	"crypto/tls"
-	"crypto/x509"
-	"crypto/x509/pkix"
 	"database/sql"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
@@ -129,6 +120,13 @@ func (s *testServer) serve(ln net.Listener) {
 	go func() { _ = s.gs.Serve(ln) }()
 }
 
+// Addr, Stop and Restart make it a resultsgrpctest.Server.
+func (s *testServer) Addr() string { return s.addr }
+
+func (s *testServer) Stop() { s.stop() }
+
+func (s *testServer) Restart() { s.restart() }
+
 // stop stops the gRPC server at once, as a crash would: requests in flight fail.
 func (s *testServer) stop() {
 	s.mu.Lock()
@@ -229,98 +227,4 @@ func currentIDs(t *testing.T, dsn string) map[string]string {
 	}
 	require.NoError(t, rows.Err())
 	return out
-}
-
-// pki is a CA generated for one test, with a server certificate for 127.0.0.1 and a client certificate, all
-// written as PEM files for the exporter's tls settings.
-type pki struct {
-	dir                       string
-	caFile                    string
-	clientCert, clientKey     string
-	server                    tls.Certificate
-	pool                      *x509.CertPool
-	otherCAFile               string
-	otherClient, otherClientK string
-}
-
-func newPKI(t *testing.T) *pki {
-	p := &pki{dir: t.TempDir(), pool: x509.NewCertPool()}
-	ca, caKey := newCA(t, "test CA")
-	p.pool.AddCert(ca)
-	p.caFile = p.writePEM(t, "ca.pem", "CERTIFICATE", ca.Raw)
-
-	serverDER, serverKey := issue(t, ca, caKey, &x509.Certificate{
-		Subject:     pkix.Name{CommonName: "results-server"},
-		IPAddresses: []net.IP{net.IPv4(127, 0, 0, 1)},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-	})
-	p.server = tls.Certificate{Certificate: [][]byte{serverDER}, PrivateKey: serverKey}
-
-	clientDER, clientKey := issue(t, ca, caKey, &x509.Certificate{
-		Subject:     pkix.Name{CommonName: "otelcol-policy"},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	})
-	p.clientCert = p.writePEM(t, "client.pem", "CERTIFICATE", clientDER)
-	p.clientKey = p.writeKey(t, "client-key.pem", clientKey)
-
-	// A client certificate from a CA the server does not trust.
-	other, otherKey := newCA(t, "other CA")
-	p.otherCAFile = p.writePEM(t, "other-ca.pem", "CERTIFICATE", other.Raw)
-	otherDER, otherClientKey := issue(t, other, otherKey, &x509.Certificate{
-		Subject:     pkix.Name{CommonName: "intruder"},
-		ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageClientAuth},
-	})
-	p.otherClient = p.writePEM(t, "other-client.pem", "CERTIFICATE", otherDER)
-	p.otherClientK = p.writeKey(t, "other-client-key.pem", otherClientKey)
-	return p
-}
-
-// serverTLS is the server's configuration; mutual requires and verifies client certificates.
-func (p *pki) serverTLS(mutual bool) *tls.Config {
-	cfg := &tls.Config{Certificates: []tls.Certificate{p.server}, MinVersion: tls.VersionTLS12}
-	if mutual {
-		cfg.ClientAuth = tls.RequireAndVerifyClientCert
-		cfg.ClientCAs = p.pool
-	}
-	return cfg
-}
-
-var serial atomic.Int64
-
-func newCA(t *testing.T, name string) (*x509.Certificate, *ecdsa.PrivateKey) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(serial.Add(1)), Subject: pkix.Name{CommonName: name},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(24 * time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign | x509.KeyUsageDigitalSignature,
-	}
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, &key.PublicKey, key)
-	require.NoError(t, err)
-	cert, err := x509.ParseCertificate(der)
-	require.NoError(t, err)
-	return cert, key
-}
-
-func issue(t *testing.T, ca *x509.Certificate, caKey *ecdsa.PrivateKey, tmpl *x509.Certificate) ([]byte, *ecdsa.PrivateKey) {
-	key, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	require.NoError(t, err)
-	tmpl.SerialNumber = big.NewInt(serial.Add(1))
-	tmpl.NotBefore, tmpl.NotAfter = time.Now().Add(-time.Hour), time.Now().Add(24*time.Hour)
-	tmpl.KeyUsage = x509.KeyUsageDigitalSignature
-	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca, &key.PublicKey, caKey)
-	require.NoError(t, err)
-	return der, key
-}
-
-func (p *pki) writePEM(t *testing.T, name, typ string, der []byte) string {
-	path := filepath.Join(p.dir, name)
-	require.NoError(t, os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: typ, Bytes: der}), 0o600))
-	return path
-}
-
-func (p *pki) writeKey(t *testing.T, name string, key *ecdsa.PrivateKey) string {
-	der, err := x509.MarshalPKCS8PrivateKey(key)
-	require.NoError(t, err)
-	return p.writePEM(t, name, "PRIVATE KEY", der)
 }
