@@ -33,6 +33,12 @@ METADATA := $(shell find receiver processor exporter extension connector -name m
 
 GO_TEST_FLAGS ?= -race -count=1 -timeout 40m
 
+# The Go modules of the repository: the collector (the root) and the testbed. make builds, tests, lints and
+# tidies each on its own (GOWORK=off), with its own go.mod, as OCB builds the collector; the committed go.work
+# joins them for editors and for what spans them, run from the root: `make testbed`, `make demo`, the
+# benchmarks, `go test ./testbed/crash/`.
+MODULES := . testbed
+
 .PHONY: all build run test test-unit test-servers testbed bench-k8sreports bench-decisionlogs lint generate tools clean demo demo-stop
 
 all: lint build test
@@ -53,11 +59,11 @@ tools: $(OCB) $(GOLANGCI_LINT)
 ## results server (cmd/results-server) to bin/results-server
 build: $(OCB)
 	mkdir -p $(BUILD_DIR)
-	$(OCB) --config builder-config.yaml
+	GOWORK=off $(OCB) --config builder-config.yaml
 	mkdir -p bin
 	# Copy, then rename over the old binary: a collector still running from it (a test) does not stop the build.
 	cp $(BUILD_DIR)/$(DIST) $(BIN).new && mv -f $(BIN).new $(BIN)
-	$(GO) build -o bin/results-server ./cmd/results-server
+	GOWORK=off $(GO) build -o bin/results-server ./cmd/results-server
 
 ## run: build, then run the collector on the embedded default config (writes under ./data/)
 run: build
@@ -72,19 +78,20 @@ test-servers:
 ## Prometheus and the collector in the background under ./data/demo/, send sample reports and decisions, and show where each
 ## record went (docs/demo.md); `make demo-stop` stops them
 demo: build test-servers
-	CACHE_DIR=$(CACHE_DIR) $(GO) run ./hack/demo up
+	CACHE_DIR=$(CACHE_DIR) $(GO) run ./testbed/cmd/demo up
 
 ## demo-stop: stop what `make demo` started; the data stays in ./data/demo/
 demo-stop:
-	$(GO) run ./hack/demo down
+	$(GO) run ./testbed/cmd/demo down
 
-## test: every unit and integration test; the end-to-end tests run the binary that `build` made
+## test: every unit and integration test of every module; the end-to-end tests run the binary that `build` made
 test: build test-servers
-	OTELCOL_POLICY_BIN=$(CURDIR)/$(BIN) CACHE_DIR=$(CACHE_DIR) $(GO) test $(GO_TEST_FLAGS) ./...
+	for m in $(MODULES); do (cd $$m && GOWORK=off OTELCOL_POLICY_BIN=$(CURDIR)/$(BIN) CACHE_DIR=$(CACHE_DIR) \
+	  $(GO) test $(GO_TEST_FLAGS) ./...); done
 
-## test-unit: the tests that need no binary and no server
+## test-unit: the tests that need no binary and no server, of every module
 test-unit:
-	$(GO) test $(GO_TEST_FLAGS) -short ./...
+	for m in $(MODULES); do (cd $$m && GOWORK=off $(GO) test $(GO_TEST_FLAGS) -short ./...); done
 
 ## bench-k8sreports: initial sync of 10,000 PolicyReports and a burst of 1,000 changes, in the real binary
 ## against a real API server, for three setups (persistent queue, with GOMEMLIMIT=100MiB, in-memory queue);
@@ -112,7 +119,7 @@ SHELL_SCRIPTS = $(shell find . \( -name .git -o -name _build -o -name data -o -n
 ## lint: golangci-lint with .golangci.yml (gofmt, goimports, go vet, staticcheck, errcheck, gosec, the SPDX header,
 ## ...), installed at the pinned version under the cache; shellcheck (Debian's package) on every shell script
 lint: $(GOLANGCI_LINT)
-	$(GOLANGCI_LINT) run ./...
+	for m in $(MODULES); do (cd $$m && GOWORK=off $(GOLANGCI_LINT) run ./...); done
 	command -v shellcheck >/dev/null || hack/apt-install.sh shellcheck
 	shellcheck -x --source-path=SCRIPTDIR $(SHELL_SCRIPTS)
 
@@ -125,7 +132,7 @@ $(TOOLS_BIN)/protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION)/protoc-gen-go-grpc
 ## generate: regenerate the committed generated code: mdatagen (from the tools module in internal/tools) for
 ## every metadata.yaml, protoc for every .proto under proto/
 generate: $(PROTOC_PLUGINS)
-	for m in $(METADATA); do (cd internal/tools && $(GO) tool mdatagen $(CURDIR)/$$m); done
+	for m in $(METADATA); do (cd internal/tools && GOWORK=off $(GO) tool mdatagen $(CURDIR)/$$m); done
 	command -v protoc >/dev/null || hack/apt-install.sh protobuf-compiler
 	PATH=$(subst $(space),:,$(dir $(PROTOC_PLUGINS))):$$PATH protoc -I proto -I /usr/include \
 	  --go_out=. --go_opt=module=github.com/otelcol-policy/otelcol-policy \

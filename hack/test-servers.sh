@@ -133,7 +133,7 @@ install_postgres() (
   fi
 )
 
-# Gatekeeper, run out of cluster against the test kube-apiserver by internal/gatekeepertest, and the files of its
+# Gatekeeper, run out of cluster against the test kube-apiserver by testbed/internal/gatekeepertest, and the files of its
 # module zip the tests need: the CRDs of its Helm chart and its release manifest (deploy/gatekeeper.yaml, whose
 # audit Deployment the sidecar component of distributions/otelcol-policy/kubernetes patches).
 GATEKEEPER_VERSION=${GATEKEEPER_VERSION:-v3.23.1}
@@ -161,7 +161,7 @@ install_gatekeeper() (
   mv "$dir/gatekeeper" "$bin"
 )
 
-# Helm, whose lint and template the chart's tests run (distributions/otelcol-policy/helm_test.go).
+# Helm, whose lint and template the chart's tests run (testbed/distribution/helm_test.go).
 HELM_VERSION=${HELM_VERSION:-v3.22.0}
 install_helm() (
   local bin=$BIN_DIR/helm-$HELM_VERSION
@@ -175,7 +175,7 @@ install_helm() (
 )
 
 # Prometheus and promtool from Debian's prometheus package, unpacked into the cache rather than installed: the
-# package would start a system Prometheus on :9090, and internal/promtest runs its own on free ports.
+# package would start a system Prometheus on :9090, and testbed/internal/promtest runs its own on free ports.
 PROMETHEUS_VERSION=${PROMETHEUS_VERSION:-2.42}
 install_prometheus() (
   local bin=$BIN_DIR/prometheus-$PROMETHEUS_VERSION tool=$BIN_DIR/promtool-$PROMETHEUS_VERSION
@@ -198,7 +198,7 @@ install_prometheus() (
   rm -rf "$dir"
 )
 
-# Chromium from Debian's chromium package, the headless browser internal/chromiumtest drives over the DevTools
+# Chromium from Debian's chromium package, the headless browser testbed/internal/chromiumtest drives over the DevTools
 # protocol to test the results server's web UI; $CHROMIUM_BIN, as there, names another one.
 install_chromium() (
   local bin=${CHROMIUM_BIN:-/usr/bin/chromium}

@@ -8,7 +8,7 @@
 //
 // Every call fails the test rather than returning an error, and every one is bounded by a timeout, so that a
 // hung browser fails the test instead of hanging it.
-package chromiumtest // import "github.com/otelcol-policy/otelcol-policy/internal/chromiumtest"
+package chromiumtest // import "github.com/otelcol-policy/otelcol-policy/testbed/internal/chromiumtest"
 
 import (
 	"context"

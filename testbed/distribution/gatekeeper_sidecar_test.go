@@ -23,9 +23,9 @@ import (
 	"k8s.io/client-go/kubernetes/scheme"
 	"sigs.k8s.io/yaml"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/gatekeepertest"
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/apiserver"
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/collectortest"
+	"github.com/otelcol-policy/otelcol-policy/testbed/internal/gatekeepertest"
 )
 
 // The sidecar component (kubernetes/gatekeeper-sidecar) is a kustomize Component patching Gatekeeper's release

@@ -17,8 +17,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/promtest"
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/testproc"
+	"github.com/otelcol-policy/otelcol-policy/testbed/internal/promtest"
 )
 
 // floodEvents is one more than the decision_logs receiver's default opa::max_events_per_request (10000): the
@@ -121,7 +121,7 @@ func collectorCounter(p ports, name string) (float64, error) {
 }
 
 // prometheusOutage stops the demo's Prometheus until the collector's remote write of an emission has failed
-// (its retries of at most 4 s, hack/demo/collector.yaml, are over), then starts it again on the same storage and
+// (its retries of at most 4 s, testbed/cmd/demo/collector.yaml, are over), then starts it again on the same storage and
 // waits until it answers. policy_metrics sends every series again every 5 s, so the next emission after the
 // restart brings Prometheus back to the same values: nothing is lost, and the failure shows in
 // otelcol_exporter_send_failed_metric_points.

@@ -18,14 +18,15 @@ import (
 	"testing"
 	"time"
 
+	_ "github.com/jackc/pgx/v5/stdlib" // database/sql driver "pgx"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	_ "modernc.org/sqlite" // database/sql driver "sqlite"; pgtest registers "pgx"
+	_ "modernc.org/sqlite" // database/sql driver "sqlite"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/chromiumtest"
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/collectortest"
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/pgtest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+	"github.com/otelcol-policy/otelcol-policy/testbed/internal/chromiumtest"
 )
 
 const (

@@ -19,10 +19,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"gopkg.in/yaml.v3"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/dashboards"
-	"github.com/otelcol-policy/otelcol-policy/internal/promtest"
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/collectortest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+	"github.com/otelcol-policy/otelcol-policy/testbed/internal/dashboards"
+	"github.com/otelcol-policy/otelcol-policy/testbed/internal/promtest"
 )
 
 // rulesFile is the chart's alerting rules, a Prometheus rules file whose groups the chart puts under spec.groups

@@ -20,11 +20,11 @@ import (
 	"go.opentelemetry.io/collector/pdata/pcommon"
 	"go.opentelemetry.io/collector/pdata/plog"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/gatekeepertest"
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/apiserver"
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/collectortest"
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/selfmetrics"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+	"github.com/otelcol-policy/otelcol-policy/testbed/internal/gatekeepertest"
 )
 
 // The decision_logs receiver's gatekeeper_export input against a real Gatekeeper audit, through the collector

@@ -6,7 +6,7 @@
 // reads Gatekeeper's export directory. It runs the audit, status and generate operations (no webhook), so
 // constraint templates, constraints and the audit behave as in a cluster, and every audit run is written as
 // Gatekeeper writes it: <ExportDir>/<Channel>/<audit id>.txt under a lock, renamed to .log when complete.
-package gatekeepertest // import "github.com/otelcol-policy/otelcol-policy/internal/gatekeepertest"
+package gatekeepertest // import "github.com/otelcol-policy/otelcol-policy/testbed/internal/gatekeepertest"
 
 import (
 	"context"

@@ -1,8 +1,9 @@
 // Copyright The otelcol-policy Authors
 // SPDX-License-Identifier: Apache-2.0
 
-// Package distribution_test runs bin/otelcol-policy, as `make run` does, on the embedded default config.
 package distribution_test
+
+// The tests of this file run bin/otelcol-policy, as `make run` does, on the embedded default config.
 
 import (
 	"bytes"

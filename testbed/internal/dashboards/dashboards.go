@@ -4,7 +4,7 @@
 // Package dashboards reads the Grafana dashboards the Helm chart ships (files/dashboards/*.json) and runs every
 // panel query against a Prometheus, as Grafana would after filling in the template variables: the tests and
 // `make demo` check that each query parses and answers.
-package dashboards // import "github.com/otelcol-policy/otelcol-policy/internal/dashboards"
+package dashboards // import "github.com/otelcol-policy/otelcol-policy/testbed/internal/dashboards"
 
 import (
 	"encoding/json"
@@ -17,7 +17,7 @@ import (
 	"sort"
 	"strings"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/promtest"
+	"github.com/otelcol-policy/otelcol-policy/testbed/internal/promtest"
 )
 
 // Dir is the chart's dashboard directory, relative to the repository root.

@@ -4,10 +4,13 @@
 package dashboards
 
 import (
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-policy/otelcol-policy/internal/testutil/collectortest"
 )
 
 func TestExpand(t *testing.T) {
@@ -29,7 +32,7 @@ func TestLabelValues(t *testing.T) {
 
 // TestLoadTheChartsDashboards: every dashboard of the chart loads, with panel queries and label_values variables.
 func TestLoadTheChartsDashboards(t *testing.T) {
-	all, err := Load("../../" + Dir)
+	all, err := Load(filepath.Join(collectortest.RepoRoot(t), Dir))
 	require.NoError(t, err)
 	require.Len(t, all, 3)
 	for _, d := range all {

@@ -26,9 +26,9 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 	"go.opentelemetry.io/collector/pdata/pmetric"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/dashboards"
-	"github.com/otelcol-policy/otelcol-policy/internal/promtest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+	"github.com/otelcol-policy/otelcol-policy/testbed/internal/dashboards"
+	"github.com/otelcol-policy/otelcol-policy/testbed/internal/promtest"
 )
 
 // report is what each destination holds.
@@ -572,9 +572,9 @@ Look further (docs/demo.md has more):
   Prometheus (PromQL)          curl -sG %s/api/v1/query --data-urlencode 'query=policy_results{policy_result="fail"} > 0'
   the cluster                  KUBECONFIG=%s kubectl get policyreports,vulnerabilityreports -A
   OPA's policy                 curl -s http://127.0.0.1:%d/v1/policies
-  the Kafka topic              go run ./hack/demo consume
+  the Kafka topic              go run ./testbed/cmd/demo consume
   MinIO console                http://127.0.0.1:%d  (%s / %s)
-  this report again            go run ./hack/demo status
+  this report again            go run ./testbed/cmd/demo status
 Stop: make demo-stop (the data stays in %s; rm -rf it to delete).
 `, p.ResultsHTTP, e.rel(e.path("logs")), e.rel(resultsFile(e)), p.ResultsHTTP, prometheusURL(p), e.rel(e.path("kubeconfig")), p.OPA, p.MinIOConsole,
 		st.MinIOUser, st.MinIOPassword, e.rel(e.dir))

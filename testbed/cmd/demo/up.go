@@ -23,10 +23,10 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/s3"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/promtest"
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/miniotest"
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/opatest"
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/testproc"
+	"github.com/otelcol-policy/otelcol-policy/testbed/internal/promtest"
 )
 
 type binaries struct {
@@ -149,7 +149,7 @@ func up() (err error) {
 
 	fmt.Println("demo: sending data")
 	var kinds map[string]int
-	if err := step(fmt.Sprintf("%d CRDs served; sample reports (hack/demo/samples)", crdCount), func() error {
+	if err := step(fmt.Sprintf("%d CRDs served; sample reports (testbed/cmd/demo/samples)", crdCount), func() error {
 		var err error
 		kinds, err = applySamples(ctx, e, p, withStatus)
 		return err
@@ -220,7 +220,7 @@ func up() (err error) {
 	if !r.complete(wantDecisions) {
 		// Left running for a look: `demo status` reads the destinations again.
 		keep = true
-		return fmt.Errorf("not every destination got every record within 90 s (see the logs in %s, `go run ./hack/demo status` reads them again); the demo is still running: `make demo-stop` stops it", e.rel(e.path("logs")))
+		return fmt.Errorf("not every destination got every record within 90 s (see the logs in %s, `go run ./testbed/cmd/demo status` reads them again); the demo is still running: `make demo-stop` stops it", e.rel(e.path("logs")))
 	}
 	return nil
 }
@@ -365,7 +365,7 @@ func s3Client(p ports) *s3.Client {
 	})
 }
 
-// startCollector renders hack/demo/collector.yaml to ./data/demo/collector.yaml, validates it with the
+// startCollector renders testbed/cmd/demo/collector.yaml to ./data/demo/collector.yaml, validates it with the
 // binary, starts the collector and waits for its health check.
 func startCollector(ctx context.Context, e env, p ports, b binaries) error {
 	tmpl, err := files.ReadFile("collector.yaml")

@@ -4,7 +4,7 @@
 // Package promtest runs a real Prometheus (Debian's package, unpacked into the cache by hack/test-servers.sh) on
 // a free loopback port, with its remote write receiver on and the scrape targets a test gives, and queries it
 // over its HTTP API: the tests of the metrics pipeline check what a PromQL user would see.
-package promtest // import "github.com/otelcol-policy/otelcol-policy/internal/promtest"
+package promtest // import "github.com/otelcol-policy/otelcol-policy/testbed/internal/promtest"
 
 import (
 	"encoding/json"

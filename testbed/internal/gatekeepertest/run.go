@@ -1,7 +1,7 @@
 // Copyright The otelcol-policy Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package gatekeepertest // import "github.com/otelcol-policy/otelcol-policy/internal/gatekeepertest"
+package gatekeepertest // import "github.com/otelcol-policy/otelcol-policy/testbed/internal/gatekeepertest"
 
 import (
 	"bytes"
@@ -80,7 +80,7 @@ func (r Run) ResourceNames() []string {
 
 // ReadRun reads the complete run in the .log file at path.
 func ReadRun(path string) (Run, error) {
-	f, err := os.Open(path) //nolint:gosec // G304: a file of Gatekeeper's export directory, which the test made
+	f, err := os.Open(path)
 	if err != nil {
 		return Run{}, err
 	}

@@ -1,7 +1,7 @@
 // Copyright The otelcol-policy Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package gatekeepertest // import "github.com/otelcol-policy/otelcol-policy/internal/gatekeepertest"
+package gatekeepertest // import "github.com/otelcol-policy/otelcol-policy/testbed/internal/gatekeepertest"
 
 import (
 	"sort"

@@ -14,9 +14,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/promtest"
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/collectortest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+	"github.com/otelcol-policy/otelcol-policy/testbed/internal/promtest"
 )
 
 // prometheusOverlay sends policy_metrics to Prometheus as docs/prometheus.md does, with the cluster as a label
