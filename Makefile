@@ -33,11 +33,11 @@ METADATA := $(shell find receiver processor exporter extension connector -name m
 
 GO_TEST_FLAGS ?= -race -count=1 -timeout 40m
 
-# The Go modules of the repository: the collector (the root) and the testbed. make builds, tests, lints and
-# tidies each on its own (GOWORK=off), with its own go.mod, as OCB builds the collector; the committed go.work
-# joins them for editors and for what spans them, run from the root: `make testbed`, `make demo`, the
-# benchmarks, `go test ./testbed/crash/`.
-MODULES := . testbed
+# The Go modules of the repository: the collector (the root), the results server and the testbed. make builds,
+# tests, lints and tidies each on its own (GOWORK=off), with its own go.mod, as OCB builds the collector; the
+# committed go.work joins them for editors and for what spans them, run from the root: `make testbed`,
+# `make demo`, the benchmarks, `go test ./testbed/crash/`.
+MODULES := . results-server testbed
 
 .PHONY: all build run test test-unit test-servers testbed bench-k8sreports bench-decisionlogs lint generate tools clean demo demo-stop
 
@@ -56,14 +56,14 @@ $(GOLANGCI_LINT):
 tools: $(OCB) $(GOLANGCI_LINT)
 
 ## build: generate the distribution with OCB from builder-config.yaml and copy the binary to bin/; build the
-## results server (cmd/results-server) to bin/results-server
+## results server (results-server/cmd/results-server) to bin/results-server
 build: $(OCB)
 	mkdir -p $(BUILD_DIR)
 	GOWORK=off $(OCB) --config builder-config.yaml
 	mkdir -p bin
 	# Copy, then rename over the old binary: a collector still running from it (a test) does not stop the build.
 	cp $(BUILD_DIR)/$(DIST) $(BIN).new && mv -f $(BIN).new $(BIN)
-	GOWORK=off $(GO) build -o bin/results-server ./cmd/results-server
+	cd results-server && GOWORK=off $(GO) build -o $(CURDIR)/bin/results-server ./cmd/results-server
 
 ## run: build, then run the collector on the embedded default config (writes under ./data/)
 run: build

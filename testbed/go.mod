@@ -10,6 +10,7 @@ require (
 	github.com/chromedp/chromedp v0.23.0
 	github.com/jackc/pgx/v5 v5.12.0
 	github.com/otelcol-policy/otelcol-policy v0.0.0
+	github.com/otelcol-policy/otelcol-policy/results-server v0.0.0
 	github.com/stretchr/testify v1.12.1
 	github.com/twmb/franz-go v1.22.2
 	github.com/twmb/franz-go/pkg/kfake v0.0.0-20260918054303-01f206a7e32c
@@ -181,5 +182,8 @@ require (
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
 )
 
-// The testbed tests the collector of this checkout, never a published one.
-replace github.com/otelcol-policy/otelcol-policy => ../
+// The testbed tests the collector and the results server of this checkout, never published ones.
+replace (
+	github.com/otelcol-policy/otelcol-policy => ../
+	github.com/otelcol-policy/otelcol-policy/results-server => ../results-server
+)

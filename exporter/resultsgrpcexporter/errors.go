@@ -69,7 +69,7 @@ const (
 )
 
 // rejectionClass sorts the server's free-text reason into a few classes for the metric, after the reference
-// server's reasons (internal/resultsserver): "key does not match …", "id does not match …", "… is missing",
+// server's reasons (results-server/server): "key does not match …", "id does not match …", "… is missing",
 // "result is empty". Any other server's reasons count as other; the log keeps the text.
 func rejectionClass(reason string) string {
 	switch {

@@ -61,7 +61,7 @@ func documentedFiles(t *testing.T, root string) []string {
 	t.Helper()
 	var files []string
 	for _, pattern := range []string{
-		"README.md", "docs/*.md", "cmd/results-server/README.md",
+		"README.md", "docs/*.md", "results-server/README.md",
 		"receiver/README.md", "processor/README.md", "connector/README.md", "exporter/README.md", "extension/README.md",
 		"receiver/*/README.md", "processor/*/README.md", "connector/*/README.md", "exporter/*/README.md", "extension/*/README.md",
 	} {

@@ -26,10 +26,10 @@ import (
 	"google.golang.org/protobuf/types/known/timestamppb"
 	_ "modernc.org/sqlite" // to change a stored body as a server before the limits stored it
 
-	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 	"github.com/otelcol-policy/otelcol-policy/pkg/resultsapi"
 	pb "github.com/otelcol-policy/otelcol-policy/proto/policyresults/v1"
+	"github.com/otelcol-policy/otelcol-policy/results-server/server"
 )
 
 // The attacks of a token holder on what the results server stores and shows (issue 29): each runs against
@@ -122,8 +122,8 @@ func TestResultsServerMetadataAmplification(t *testing.T) {
 	for i := range 1024 {
 		huge[fmt.Sprintf("k%04d", i)] = strings.Repeat("m", 1024-5)
 	}
-	for i := range resultsserver.DefaultMaxMetadataKeys {
-		atLimit[fmt.Sprintf("k%02d", i)] = strings.Repeat("m", resultsserver.DefaultMaxMetadataBytes/resultsserver.DefaultMaxMetadataKeys-3)
+	for i := range server.DefaultMaxMetadataKeys {
+		atLimit[fmt.Sprintf("k%02d", i)] = strings.Repeat("m", server.DefaultMaxMetadataBytes/server.DefaultMaxMetadataKeys-3)
 	}
 	request := func(round int, meta map[string]string) *pb.ForwardRequest {
 		req := &pb.ForwardRequest{ExtraMetadata: meta}
@@ -167,7 +167,7 @@ func TestResultsServerNestedBodyView(t *testing.T) {
 	deep := hostileResult("attacker", "deep", policyresult.OutcomeFail)
 	deep.BodyJson = nestedArrays(9999)
 	wide := hostileResult("attacker", "wide", policyresult.OutcomeFail)
-	wide.BodyJson = "[" + strings.Repeat(nestedArrays(60)+",", resultsserver.DefaultMaxBodyBytes/121-1) + "1]"
+	wide.BodyJson = "[" + strings.Repeat(nestedArrays(60)+",", server.DefaultMaxBodyBytes/121-1) + "1]"
 	legacy := hostileResult("attacker", "legacy", policyresult.OutcomeFail)
 
 	resp, err := forward(&pb.ForwardRequest{Results: []*pb.Result{deep}})
@@ -320,7 +320,7 @@ func TestResultsServerManyClusters(t *testing.T) {
 			rejected += len(resp.GetRejected())
 		}
 	}, func() map[string]float64 {
-		require.Equal(t, resultsserver.DefaultMaxClustersPerToken, accepted)
+		require.Equal(t, server.DefaultMaxClustersPerToken, accepted)
 		require.Equal(t, clusters-accepted, rejected)
 		quota := s.metric("results_server_results_rejected_total", `reason="cluster_quota"`)
 		require.Equal(t, float64(rejected), quota)
@@ -329,7 +329,7 @@ func TestResultsServerManyClusters(t *testing.T) {
 		defer resp.Body.Close()
 		var v struct{ Clusters []struct{ Cluster string } }
 		require.NoError(t, json.NewDecoder(resp.Body).Decode(&v))
-		require.Len(t, v.Clusters, resultsserver.DefaultMaxClustersPerToken+1, "the token's clusters and legit")
+		require.Len(t, v.Clusters, server.DefaultMaxClustersPerToken+1, "the token's clusters and legit")
 		return map[string]float64{"results_rejected_cluster_quota": quota, "clusters_stored": float64(len(v.Clusters))}
 	})
 

@@ -32,7 +32,6 @@ import (
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/types/known/timestamppb"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver"
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/collectortest"
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/hostileclient"
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/pgtest"
@@ -40,6 +39,7 @@ import (
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 	"github.com/otelcol-policy/otelcol-policy/pkg/resultsapi"
 	pb "github.com/otelcol-policy/otelcol-policy/proto/policyresults/v1"
+	"github.com/otelcol-policy/otelcol-policy/results-server/server"
 )
 
 // The results server under load from clients that may send and query, on its default limits: big requests at
@@ -142,7 +142,7 @@ func retryDelay(err error) time.Duration {
 func TestResultsServerConcurrentLargeRequests(t *testing.T) {
 	conns, perConn := 4, pick(8, 32)
 	n := pick(1000, 10000)
-	msg := largeRequest(t, n, resultsserver.DefaultMaxRecvMsgSize-64<<10)
+	msg := largeRequest(t, n, server.DefaultMaxRecvMsgSize-64<<10)
 	eachStore(t, func(t *testing.T, start func(args ...string) *resultsServer) {
 		s := start()
 		var stored, busy atomic.Int64
@@ -209,8 +209,8 @@ func TestResultsServerStalledCalls(t *testing.T) {
 	const attacker = "hostile-stalling-token-0123456789abcdef"
 	tokens := writeFile(t, filepath.Join(t.TempDir(), "tokens"), resultsServerToken+"\n"+attacker+"\n")
 	s := startResultsServerWith(t, loadOptions, "--token-file", tokens)
-	conns, perConn := 4, int(resultsserver.DefaultMaxConcurrentStreams)
-	admitted := int(resultsserver.DefaultIngestBudget / 2 / resultsserver.DefaultMaxRecvMsgSize)
+	conns, perConn := 4, int(server.DefaultMaxConcurrentStreams)
+	admitted := int(server.DefaultIngestBudget / 2 / server.DefaultMaxRecvMsgSize)
 	chunk := make([]byte, 16<<10)
 	var exhausted int
 	s.attack("stalled-calls", func() {
@@ -498,7 +498,7 @@ func TestResultsServerPagesOfManyClusters(t *testing.T) {
 				out["bytes "+p] = float64(n)
 			}
 			// The legitimate collector's cluster is one more.
-			more := fmt.Sprintf("%s more clusters", formatThousands(clusters+1-resultsserver.ClustersShown))
+			more := fmt.Sprintf("%s more clusters", formatThousands(clusters+1-server.ClustersShown))
 			assert.True(t, strings.Contains(s.get("/"), more), "the overview says %q", more)
 			return out
 		})

@@ -31,13 +31,13 @@ import (
 	"google.golang.org/grpc/metadata"
 	"google.golang.org/grpc/status"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver"
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/collectortest"
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/hostileclient"
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/selfmetrics"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 	"github.com/otelcol-policy/otelcol-policy/pkg/resultsapi"
 	pb "github.com/otelcol-policy/otelcol-policy/proto/policyresults/v1"
+	"github.com/otelcol-policy/otelcol-policy/results-server/server"
 	"github.com/otelcol-policy/otelcol-policy/testbed/internal/procsample"
 )
 
@@ -319,7 +319,7 @@ func (s *resultsServer) attack(name string, flood func(), counted func() map[str
 func TestResultsServerUnauthenticatedFlood(t *testing.T) {
 	s := startResultsServer(t)
 	callers, rounds := 8, pick(3, 50)
-	msg := hostileclient.EmptyResults(resultsserver.DefaultMaxRecvMsgSize)
+	msg := hostileclient.EmptyResults(server.DefaultMaxRecvMsgSize)
 	codesSeen := make(chan codes.Code, callers*rounds)
 	s.attack("unauthenticated-4mib", func() {
 		var wg sync.WaitGroup
@@ -357,9 +357,9 @@ func TestResultsServerUnauthenticatedFlood(t *testing.T) {
 // REFUSED_STREAM (before, there was no limit). The ingest budget is raised so that it admits every call the
 // connection holds (its own limit is resultsserver_load_test.go's).
 func TestResultsServerStreamsOnOneConnection(t *testing.T) {
-	s := startResultsServer(t, "--ingest-budget", strconv.Itoa(2*resultsserver.DefaultMaxConcurrentStreams*resultsserver.DefaultMaxRecvMsgSize+64<<20))
+	s := startResultsServer(t, "--ingest-budget", strconv.Itoa(2*server.DefaultMaxConcurrentStreams*server.DefaultMaxRecvMsgSize+64<<20))
 	unauthenticated, beyond := pick(1000, 20000), pick(100, 2000)
-	held := resultsserver.DefaultMaxConcurrentStreams
+	held := server.DefaultMaxConcurrentStreams
 	chunk := make([]byte, 16<<10)
 	s.attack("streams", func() {
 		c, err := hostileclient.Dial(s.grpc, unauthenticated+beyond+held)

@@ -22,12 +22,12 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/metadata"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver"
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/collectortest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/connlimit/connlimittest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 	"github.com/otelcol-policy/otelcol-policy/pkg/resultsapi"
 	pb "github.com/otelcol-policy/otelcol-policy/proto/policyresults/v1"
+	"github.com/otelcol-policy/otelcol-policy/results-server/server"
 )
 
 // The attacks of issue 29 on connection slots: connections that never authenticate nor send a complete request
@@ -42,7 +42,7 @@ import (
 // opened once, as in the issue; and from four other loopback addresses, each holding as many silent connections
 // as one address may and dialing again every one the server closes.
 
-// The defaults the attacks fill (cmd/results-server/limits.go, the receiver's factory.go).
+// The defaults the attacks fill (results-server/cmd/results-server/limits.go, the receiver's factory.go).
 const (
 	resultsServerMaxConnections     = 512
 	resultsServerHTTPMaxConnections = 128
@@ -254,7 +254,7 @@ func (s *resultsServer) slotsAttack(name, listener string, deadline time.Duratio
 // TestSlotsResultsServerGRPC: 512 gRPC connections that never call (--max-connections) kept collectors out;
 // now each collector's connection takes a silent one's place and forwards at its first try.
 func TestSlotsResultsServerGRPC(t *testing.T) {
-	deadline := firstDeadline(resultsserver.DefaultFirstCallTimeout)
+	deadline := firstDeadline(server.DefaultFirstCallTimeout)
 	s := startResultsServer(t, pick([]string{"--first-call-timeout", "2s"}, nil)...)
 	attempt := func(cluster string) func(int) error {
 		return func(i int) error { return s.forwardOnce(cluster, i) }
@@ -281,7 +281,7 @@ func TestSlotsResultsServerGRPC(t *testing.T) {
 // TestSlotsResultsServerHTTP: 128 HTTP connections that never send a request (--http-max-connections) kept
 // every fleet view client out; now each client's connection takes a silent one's place.
 func TestSlotsResultsServerHTTP(t *testing.T) {
-	deadline := firstDeadline(resultsserver.DefaultFirstCallTimeout)
+	deadline := firstDeadline(server.DefaultFirstCallTimeout)
 	s := startResultsServer(t, pick([]string{"--http-first-request-timeout", "2s"}, nil)...)
 	client := &http.Client{Timeout: oneShotTimeout, Transport: bearer{&http.Transport{DisableKeepAlives: true,
 		DialContext: connlimittest.Dialer(legitAddr).DialContext}}}

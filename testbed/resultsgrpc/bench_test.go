@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // Package resultsgrpc tests and benchmarks the results_grpc exporter, as its factory builds it, forwarding to
-// the reference results server (internal/resultsserver) in-process over loopback gRPC, storing into SQLite and
+// the reference results server (results-server/server) in-process over loopback gRPC, storing into SQLite and
 // into PostgreSQL. Run the benchmark with
 // `go test -run '^$' -bench BenchmarkResultsGRPC -benchtime 20x ./testbed/resultsgrpc/`.
 //
@@ -29,9 +29,10 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/otelcol-policy/otelcol-policy/exporter/resultsgrpcexporter"
-	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver"
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/pgtest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+	"github.com/otelcol-policy/otelcol-policy/results-server/server"
+	"github.com/otelcol-policy/otelcol-policy/results-server/store"
 )
 
 // batchSize is one ConsumeLogs call, as a sending_queue batch would be; the exporter splits it into requests
@@ -107,7 +108,7 @@ func BenchmarkResultsGRPC(b *testing.B) {
 
 func bench(b *testing.B, dsn string, perRequest int) {
 	ctx := context.Background()
-	srv, err := resultsserver.Open(ctx, resultsserver.Config{DB: dsn, Logger: zap.NewNop()})
+	srv, err := server.Open(ctx, server.Config{DB: dsn, Logger: zap.NewNop()})
 	require.NoError(b, err)
 	defer srv.Close()
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -140,7 +141,7 @@ func bench(b *testing.B, dsn string, perRequest int) {
 		elapsed += time.Since(start)
 		exported += batchSize
 	}
-	v, err := srv.Fleet(ctx, resultsserver.Filter{Limit: 1})
+	v, err := srv.Fleet(ctx, store.Filter{Limit: 1})
 	require.NoError(b, err)
 	require.Equal(b, int64(exported), v.Clusters[0].Total, "every result stored")
 	b.ReportMetric(float64(exported)/elapsed.Seconds(), "records/s")

@@ -13,9 +13,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/otelcol-policy/otelcol-policy/exporter/resultsgrpcexporter/resultsgrpctest"
-	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver"
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/hostileclient"
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/resultbatch"
+	"github.com/otelcol-policy/otelcol-policy/results-server/server"
 )
 
 // TestBusyServerIsRetriedAfterItsHint: the reference server's ingest budget is held by another client's call,
@@ -23,7 +23,7 @@ import (
 // RESOURCE_EXHAUSTED and a RetryInfo of 1 s, and the exporter retries after it (not after its own 10 ms) until
 // the request is stored.
 func TestBusyServerIsRetriedAfterItsHint(t *testing.T) {
-	l := resultsserver.Limits{MaxRecvMsgSize: 1 << 20, MaxResults: 1000, RequestTimeout: 2 * time.Second}
+	l := server.Limits{MaxRecvMsgSize: 1 << 20, MaxResults: 1000, RequestTimeout: 2 * time.Second}
 	// Room for one request's worst case (3 × 1 MiB + 1,000 × 1,536 bytes) and one admission, less a byte.
 	l.IngestBudget = 3<<20 + 1000*1536 + 1<<20 - 1
 	srv := startServer(t, "sqlite://"+filepath.Join(t.TempDir(), "results.db"), withLimits(l))

@@ -27,11 +27,11 @@ import (
 
 	"github.com/otelcol-policy/otelcol-policy/exporter/resultsgrpcexporter"
 	"github.com/otelcol-policy/otelcol-policy/exporter/resultsgrpcexporter/resultsgrpctest"
-	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver"
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/filestoragetest"
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/resultbatch"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 	pb "github.com/otelcol-policy/otelcol-policy/proto/policyresults/v1"
+	"github.com/otelcol-policy/otelcol-policy/results-server/store"
 )
 
 // TestIntegration runs the exporter, as its factory builds it, against the reference server over real gRPC,
@@ -61,14 +61,14 @@ func TestIntegration(t *testing.T) {
 }
 
 // expectedFailing is what the fleet view shows of result i of round 0.
-func expectedFailing(i int) resultsserver.FailingResult {
+func expectedFailing(i int) store.FailingResult {
 	r := resultbatch.Result(i, 0)
-	return resultsserver.FailingResult{
+	return store.FailingResult{
 		Key: r.Key(), ID: r.ID(), Cluster: resultbatch.Cluster, Source: "kyverno", Policy: "require-labels", Rule: "check-team",
 		Category: "Best Practices", Severity: "medium", Outcome: "fail", Scored: r.Scored,
 		Message:  "label 'team' is required (round 0)",
-		Resource: resultsserver.Resource{APIVersion: "v1", Kind: "Pod", Namespace: "shop", Name: fmt.Sprintf("pod-%d", i), UID: fmt.Sprintf("uid-%d", i)},
-		Report:   resultsserver.Report{Kind: "PolicyReport", Namespace: "shop", Name: fmt.Sprintf("uid-%d", i)},
+		Resource: store.Resource{APIVersion: "v1", Kind: "Pod", Namespace: "shop", Name: fmt.Sprintf("pod-%d", i), UID: fmt.Sprintf("uid-%d", i)},
+		Report:   store.Report{Kind: "PolicyReport", Namespace: "shop", Name: fmt.Sprintf("uid-%d", i)},
 		State:    "new", Timestamp: time.Date(2026, 11, 22, 8, 0, 0, 0, time.UTC),
 		ObservedTimestamp: time.Date(2026, 11, 22, 9, 0, 0, 0, time.UTC),
 	}
@@ -76,8 +76,8 @@ func expectedFailing(i int) resultsserver.FailingResult {
 
 // failingByKey is the fleet view's failing results by key, with UpdatedAt (the server's clock) cleared and
 // times in UTC.
-func failingByKey(v resultsserver.FleetView) map[string]resultsserver.FailingResult {
-	out := make(map[string]resultsserver.FailingResult, len(v.Failing))
+func failingByKey(v store.FleetView) map[string]store.FailingResult {
+	out := make(map[string]store.FailingResult, len(v.Failing))
 	for _, f := range v.Failing {
 		f.UpdatedAt = time.Time{}
 		f.Timestamp, f.ObservedTimestamp = f.Timestamp.UTC(), f.ObservedTimestamp.UTC()
@@ -100,7 +100,7 @@ func testForward(t *testing.T, dsn string) {
 	assert.Equal(t, int64(3), srv.calls.Load())
 
 	v := srv.fleet()
-	assert.Equal(t, []resultsserver.ClusterCounts{{Cluster: resultbatch.Cluster, Counts: resultsserver.Counts{Fail: 2500, Total: 2500}}}, v.Clusters)
+	assert.Equal(t, []store.ClusterCounts{{Cluster: resultbatch.Cluster, Counts: store.Counts{Fail: 2500, Total: 2500}}}, v.Clusters)
 	got := failingByKey(v)
 	require.Len(t, got, 2500)
 	for i := range 2500 {
@@ -114,7 +114,7 @@ func testForward(t *testing.T, dsn string) {
 		require.NoError(t, exp.ConsumeLogs(context.Background(), resultbatch.Logs(0, 100, 1)))
 	}
 	v = srv.fleet()
-	assert.Equal(t, []resultsserver.ClusterCounts{{Cluster: resultbatch.Cluster, Counts: resultsserver.Counts{Pass: 100, Fail: 2400, Total: 2500}}}, v.Clusters)
+	assert.Equal(t, []store.ClusterCounts{{Cluster: resultbatch.Cluster, Counts: store.Counts{Pass: 100, Fail: 2400, Total: 2500}}}, v.Clusters)
 	rows, ids := history(t, dsn)
 	assert.Equal(t, 2600, rows)
 	assert.Equal(t, 2600, ids)
@@ -410,7 +410,7 @@ func testServerRestart(t *testing.T, dsn string) {
 		assert.Equal(c, keys*rounds, rows)
 		assert.Equal(c, keys*rounds, ids)
 	}, 30*time.Second, 100*time.Millisecond)
-	assert.Equal(t, []resultsserver.ClusterCounts{{Cluster: resultbatch.Cluster, Counts: resultsserver.Counts{Pass: keys, Total: keys}}}, srv.fleet().Clusters)
+	assert.Equal(t, []store.ClusterCounts{{Cluster: resultbatch.Cluster, Counts: store.Counts{Pass: keys, Total: keys}}}, srv.fleet().Clusters)
 	assert.Equal(t, want, currentIDs(t, dsn))
 
 	codes := exp.Counts("requests", "code")

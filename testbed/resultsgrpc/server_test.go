@@ -23,9 +23,10 @@ import (
 	"google.golang.org/grpc/credentials"
 	"google.golang.org/grpc/stats"
 
-	"github.com/otelcol-policy/otelcol-policy/internal/resultsserver"
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/pgtest"
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/selfmetrics"
+	"github.com/otelcol-policy/otelcol-policy/results-server/server"
+	"github.com/otelcol-policy/otelcol-policy/results-server/store"
 )
 
 // backend is a database the reference server stores into.
@@ -52,7 +53,7 @@ var backends = []backend{
 	}},
 }
 
-// testServer is the reference results server in-process: resultsserver on its database, behind a real gRPC
+// testServer is the reference results server in-process: results-server/server on its database, behind a real gRPC
 // server on a loopback port, which restart replaces on the same port.
 type testServer struct {
 	t      *testing.T
@@ -62,11 +63,11 @@ type testServer struct {
 	// extra are gRPC server options of the test, such as interceptors that inject faults.
 	extra []grpc.ServerOption
 	// limits are the server's; the zero value takes its defaults.
-	limits resultsserver.Limits
+	limits server.Limits
 
 	addr string
 	mu   sync.Mutex
-	srv  *resultsserver.Server
+	srv  *server.Server
 	gs   *grpc.Server
 	// calls counts the Forward calls that began: not those the token check refused (see attempts).
 	calls atomic.Int64
@@ -78,7 +79,7 @@ func withTokens(tokens ...string) serverOption { return func(s *testServer) { s.
 func withTLS(cfg *tls.Config) serverOption {
 	return func(s *testServer) { s.creds = credentials.NewTLS(cfg) }
 }
-func withLimits(l resultsserver.Limits) serverOption { return func(s *testServer) { s.limits = l } }
+func withLimits(l server.Limits) serverOption { return func(s *testServer) { s.limits = l } }
 func withServerOptions(opts ...grpc.ServerOption) serverOption {
 	return func(s *testServer) { s.extra = append(s.extra, opts...) }
 }
@@ -98,11 +99,11 @@ func startServer(t *testing.T, dsn string, opts ...serverOption) *testServer {
 }
 
 func (s *testServer) open() {
-	var tokens []resultsserver.Token
+	var tokens []server.Token
 	for _, t := range s.tokens {
-		tokens = append(tokens, resultsserver.FullAccess(t))
+		tokens = append(tokens, server.FullAccess(t))
 	}
-	srv, err := resultsserver.Open(context.Background(), resultsserver.Config{DB: s.dsn, Tokens: tokens, Limits: s.limits, Logger: zap.NewNop()})
+	srv, err := server.Open(context.Background(), server.Config{DB: s.dsn, Tokens: tokens, Limits: s.limits, Logger: zap.NewNop()})
 	require.NoError(s.t, err)
 	s.mu.Lock()
 	s.srv = srv
@@ -147,15 +148,15 @@ func (s *testServer) restart() {
 	s.serve(ln)
 }
 
-func (s *testServer) fleet() resultsserver.FleetView {
+func (s *testServer) fleet() store.FleetView {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	v, err := s.srv.Fleet(context.Background(), resultsserver.Filter{})
+	v, err := s.srv.Fleet(context.Background(), store.Filter{})
 	require.NoError(s.t, err)
 	return v
 }
 
-func (s *testServer) result(key string) resultsserver.ResultDetail {
+func (s *testServer) result(key string) store.ResultDetail {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	d, err := s.srv.Result(context.Background(), key)

@@ -3,7 +3,7 @@
 
 // Package hostileclient is what the results server's attack tests send: a ForwardRequest built to cost its
 // decoder the most, sent as raw bytes, and a raw HTTP/2 connection that opens streams the way a hostile
-// client does, ignoring the server's SETTINGS. internal/resultsserver and testbed/hostile use it.
+// client does, ignoring the server's SETTINGS. results-server/server and testbed/hostile use it.
 package hostileclient // import "github.com/otelcol-policy/otelcol-policy/internal/testutil/hostileclient"
 
 import (

@@ -2,7 +2,7 @@
 // SPDX-License-Identifier: Apache-2.0
 
 // The results forwarding API of otelcol-policy: a stable, versioned way to forward policy and compliance results
-// out of a cluster, to a server that keeps them (the reference server is cmd/results-server). docs/results-api.md
+// out of a cluster, to a server that keeps them (the reference server is results-server/). docs/results-api.md
 // states the compatibility rules: within v1, fields and enum values are only added, never renumbered, renamed
 // in meaning or removed.
 
