@@ -38,10 +38,19 @@ GO_TEST_FLAGS ?= -race -count=1 -timeout 40m
 # committed go.work joins them for editors and for what spans them, run from the root: `make testbed`,
 # `make demo`, the benchmarks, `go test ./testbed/crash/`.
 MODULES := . results-server testbed
+# Every go.mod of the repository, for the tidy check: the three products and the generators' tools module.
+GO_MODULES := $(MODULES) internal/tools
 
-.PHONY: all build run test test-unit test-servers testbed bench-k8sreports bench-decisionlogs lint generate tools clean demo demo-stop
+.PHONY: all help build run test test-unit test-servers testbed bench-k8sreports bench-decisionlogs lint generate \
+        tidy checks check-generate check-tidy tools clean demo demo-stop
 
+## all: lint, build, then every test
 all: lint build test
+
+## help: list the targets and what each does
+help:
+	@awk '/^## [a-z0-9-]+:/ { sub(/^## /, ""); n = index($$0, ":"); printf "%-20s%s\n", substr($$0, 1, n - 1), substr($$0, n + 1); next } \
+	  /^## / { printf "%-20s %s\n", "", substr($$0, 4) }' $(firstword $(MAKEFILE_LIST))
 
 $(OCB):
 	mkdir -p $(TOOLS_BIN)
@@ -53,6 +62,7 @@ $(GOLANGCI_LINT):
 	GOBIN=$(CACHE_DIR)/golangci-lint-$(GOLANGCI_LINT_VERSION) $(GO) install github.com/golangci/golangci-lint/v2/cmd/golangci-lint@$(GOLANGCI_LINT_VERSION)
 	mv $(CACHE_DIR)/golangci-lint-$(GOLANGCI_LINT_VERSION)/golangci-lint $(GOLANGCI_LINT)
 
+## tools: install OCB and golangci-lint at their pinned versions under the cache
 tools: $(OCB) $(GOLANGCI_LINT)
 
 ## build: generate the distribution with OCB from builder-config.yaml and copy the binary to bin/; build the
@@ -138,5 +148,24 @@ generate: $(PROTOC_PLUGINS)
 	  --go_out=. --go_opt=module=github.com/otelcol-policy/otelcol-policy \
 	  --go-grpc_out=. --go-grpc_opt=module=github.com/otelcol-policy/otelcol-policy $(PROTOS)
 
+## tidy: go mod tidy in every module (GOWORK=off: each on its own go.mod)
+tidy:
+	for m in $(GO_MODULES); do (cd $$m && GOWORK=off $(GO) mod tidy); done
+
+## checks: what CI checks besides the tests (.ci/run): lint, generated code current, every module tidy
+checks: lint check-generate check-tidy
+
+## check-generate: run `make generate` and fail if the committed generated code differs from what it wrote
+check-generate: generate
+	git diff --exit-code || { echo 'generated code is not current: run `make generate` and commit it' >&2; exit 1; }
+	test -z "$$(git ls-files --others --exclude-standard)" || \
+	  { git ls-files --others --exclude-standard; echo 'generated files are not committed' >&2; exit 1; }
+
+## check-tidy: run `make tidy` and fail if a go.mod or go.sum changed
+check-tidy: tidy
+	git diff --exit-code -- $(foreach m,$(GO_MODULES),$(m)/go.mod $(m)/go.sum) || \
+	  { echo 'a module is not tidy: run `make tidy` and commit go.mod and go.sum' >&2; exit 1; }
+
+## clean: remove bin/ and OCB's _build/
 clean:
 	rm -rf bin _build
