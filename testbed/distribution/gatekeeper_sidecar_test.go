@@ -334,7 +334,7 @@ func TestKubernetesGatekeeperSidecarShares(t *testing.T) {
 	// Least privilege: the image as the other manifests run it, non-root, read-only root, nothing to escalate,
 	// and the service account token hidden under an empty read-only volume.
 	name, tag, _ := splitImage(sidecar.Image)
-	assert.Equal(t, imageName+":0.1.0", name+":"+tag)
+	assert.Equal(t, imageName+":"+releaseVersion(t), name+":"+tag)
 	assert.Empty(t, sidecar.Command)
 	assert.Equal(t, []string{"--config=" + configDir + "/config.yaml"}, sidecar.Args)
 	sc := sidecar.SecurityContext

@@ -383,7 +383,7 @@ func TestHelmValues(t *testing.T) {
 		initDigest := "sha256:" + strings.Repeat("fedcba9876543210", 4)
 		for _, rel := range []release{reportsDefault, reportsHA, decisions} {
 			objs := helmTemplate(t, "", release{rel.name, rel.namespace, slices.Concat(rel.args, []string{"--set",
-				"image.repository=registry.example.com/otelcol-policy,image.tag=0.1.0,image.digest=" + digest +
+				"image.repository=registry.example.com/otelcol-policy,image.tag=" + releaseVersion(t) + ",image.digest=" + digest +
 					",decisionLogs.initImage.digest=" + initDigest})})
 			n := 0
 			for _, o := range objs {

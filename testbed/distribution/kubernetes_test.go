@@ -323,7 +323,7 @@ func TestKubernetesManifestsBuild(t *testing.T) {
 	for _, o := range objs {
 		for _, c := range containers(o) {
 			if name, tag, _ := splitImage(c["image"].(string)); name == imageName {
-				assert.Equal(t, "0.1.0", tag, "%s: the root kustomization's images: newTag", objID(o))
+				assert.Equal(t, releaseVersion(t), tag, "%s: the root kustomization's images: newTag", objID(o))
 			}
 		}
 	}
