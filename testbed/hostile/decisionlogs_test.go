@@ -234,8 +234,9 @@ func TestDecisionLogsConcurrentMaxSizeUploads(t *testing.T) {
 	})
 }
 
-// trickle sends an upload's headers and then its body a byte every half second, and returns the status the
-// collector answered with and when, or an error if it did not answer within wait.
+// trickle sends an upload's headers and then its body a byte every half second, from an address of its own (an
+// attacker's pod, not the legitimate producer's), and returns the status the collector answered with and when, or
+// an error if it did not answer within wait.
 func trickle(tg *Target, wait time.Duration) outcome {
 	code, took, err := trickleUpload(tg, wait)
 	return outcome{code: code, took: took, err: err}
@@ -243,7 +244,8 @@ func trickle(tg *Target, wait time.Duration) outcome {
 
 func trickleUpload(tg *Target, wait time.Duration) (int, time.Duration, error) {
 	addr := strings.TrimSuffix(strings.TrimPrefix(tg.OPAURL(), "http://"), "/logs")
-	c, err := net.Dial("tcp", addr)
+	d := net.Dialer{Timeout: 10 * time.Second, LocalAddr: &net.TCPAddr{IP: net.IPv4(127, 0, 0, 9)}}
+	c, err := d.Dial("tcp", addr)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -288,18 +290,27 @@ func trickleUpload(tg *Target, wait time.Duration) (int, time.Duration, error) {
 func TestDecisionLogsTrickledBodies(t *testing.T) {
 	n := pick(20, 200)
 	tg := StartDefault(t, "")
+	closed := 0
 	r := tg.Attack("opa-trickled-bodies", func() map[string]float64 {
 		for _, o := range tg.clients(n, defaultReadTimeout+2*cutOffMargin, func(int) outcome {
 			return trickle(tg, defaultReadTimeout+cutOffMargin)
 		}) {
-			if assert.NoError(t, o.err, "the trickled upload is cut off") {
-				assert.Equal(t, http.StatusRequestTimeout, o.code)
-				assert.GreaterOrEqual(t, o.took, defaultReadTimeout-time.Second)
+			if o.err != nil {
+				// Dialled at once from one address, more than opa::max_silent_connections_per_source (200
+				// against 64 at full scale): one accepted before the endpoint read the earlier ones' headers
+				// evicts that address's oldest, which never got to trickle. The legitimate producer's address
+				// is another, so none of its connections is evicted.
+				closed++
+				continue
 			}
+			assert.Equal(t, http.StatusRequestTimeout, o.code, "the trickled upload is cut off")
+			assert.GreaterOrEqual(t, o.took, defaultReadTimeout-time.Second)
 		}
-		return tg.counted("timeout")
+		return tg.counted("timeout", "evicted")
 	})
-	assert.GreaterOrEqual(t, r.Counted["timeout"], float64(n))
+	assert.LessOrEqual(t, float64(closed), r.Counted["evicted"], "an upload is cut off, or its connection was evicted and counted")
+	assert.GreaterOrEqual(t, r.Counted["timeout"], float64(n-closed))
+	assert.Positive(t, r.Counted["timeout"], "trickled uploads are cut off")
 	assert.Zero(t, r.LegitRefusals, "uploads beside the trickled ones are not refused")
 }
 

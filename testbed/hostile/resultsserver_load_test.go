@@ -266,6 +266,8 @@ type httpOutcomes struct {
 	noRetry   int
 	maxBytes  int
 	transport []error
+	// evictedBefore is the server's count of evicted silent HTTP connections before the requests.
+	evictedBefore float64
 }
 
 func (o *httpOutcomes) add(code int, retryAfter string, size int, err error) {
@@ -287,7 +289,7 @@ func (o *httpOutcomes) add(code int, retryAfter string, size int, err error) {
 
 // concurrentGets sends n GETs of the paths (in turn) at once, each on its own connection.
 func (s *resultsServer) concurrentGets(n int, paths ...string) *httpOutcomes {
-	out := &httpOutcomes{}
+	out := &httpOutcomes{evictedBefore: s.metric(silentClosedMetric, `listener="http",reason="evicted"`)}
 	var wg sync.WaitGroup
 	startGate := make(chan struct{})
 	for i := range n {
@@ -310,11 +312,15 @@ func (s *resultsServer) concurrentGets(n int, paths ...string) *httpOutcomes {
 	return out
 }
 
-// check asserts that every request was answered 200 or 503 with Retry-After, that some were refused beyond the
-// limit and that the refusals were counted.
+// check asserts that every request was answered 200 or 503 with Retry-After, or its connection evicted before
+// the server read it; that some were refused beyond the limit; and that the refusals and evictions were counted.
 func (o *httpOutcomes) check(t *testing.T, s *resultsServer, before float64) map[string]float64 {
 	t.Helper()
-	require.Empty(t, o.transport, "every request is answered")
+	// More connections at once from one address than --http-max-silent-connections-per-source (100 against 32 at
+	// full scale): one accepted before the server read the previous ones' requests evicts that address's oldest.
+	evicted := s.metric(silentClosedMetric, `listener="http",reason="evicted"`) - o.evictedBefore
+	require.LessOrEqual(t, float64(len(o.transport)), evicted,
+		"every request is answered, or its connection was evicted and counted: %v", o.transport[:min(len(o.transport), 3)])
 	ok, refused := o.codes[http.StatusOK], o.codes[http.StatusServiceUnavailable]
 	assert.Zero(t, o.otherCodes(), "only 200 and 503: %v", o.codes)
 	assert.Zero(t, o.noRetry, "every 503 has a Retry-After")
@@ -322,7 +328,7 @@ func (o *httpOutcomes) check(t *testing.T, s *resultsServer, before float64) map
 	assert.Positive(t, refused, "queries beyond the limit are refused")
 	counted := s.metric("results_server_requests_refused_total", `api="http",reason="busy"`) - before
 	assert.Equal(t, float64(refused), counted, "every refusal is counted")
-	return map[string]float64{"answered": float64(ok), "refused_busy": float64(refused)}
+	return map[string]float64{"answered": float64(ok), "refused_busy": float64(refused), "evicted": evicted}
 }
 
 func (o *httpOutcomes) otherCodes() int {
@@ -362,7 +368,8 @@ func TestResultsServerConcurrentQueries(t *testing.T) {
 // TestResultsServerHTTP2StreamsOnOneTLSConnection: one TLS connection to the fleet view opens 200 streams of
 // text searches at once, ignoring the server's SETTINGS. Before, Go's default of 250 streams per connection let
 // them all run: past 4 GiB in 9 s (the issue). Now the server advertises --http-max-concurrent-streams (16) and
-// resets the streams beyond it; of those it serves, the queries beyond --max-concurrent-queries are 503.
+// resets the streams that arrive while it is full; of those it serves, the queries beyond --max-concurrent-queries
+// are 503.
 func TestResultsServerHTTP2StreamsOnOneTLSConnection(t *testing.T) {
 	certs := testcerts.New(t)
 	files := certs.Write(t, t.TempDir())
@@ -377,7 +384,9 @@ func TestResultsServerHTTP2StreamsOnOneTLSConnection(t *testing.T) {
 	}, func() map[string]float64 {
 		assert.Equal(t, uint32(16), got.maxStreams, "the server advertises its stream limit")
 		assert.Equal(t, streams, got.reset+got.codes[200]+got.codes[503], "every stream is reset, answered or refused: %+v", got)
-		assert.GreaterOrEqual(t, got.reset, streams-16, "the streams beyond the limit are reset")
+		// A stream that arrives after an earlier one ended finds a free slot, so how many are reset depends on
+		// how fast the served ones end (172 of 200 on a fast machine); with Go's default of 250 none would be.
+		assert.Positive(t, got.reset, "the streams beyond the limit are reset")
 		assert.Positive(t, got.codes[200], "streams within the limit are served")
 		return map[string]float64{"streams_reset": float64(got.reset), "answered": float64(got.codes[200]),
 			"refused_busy": float64(got.codes[503])}
@@ -532,7 +541,7 @@ func formatThousands(n int) string {
 func TestResultsServerSignInGuessing(t *testing.T) {
 	s := startResultsServerWith(t, loadOptions)
 	duration := pick(3*time.Second, 20*time.Second)
-	var checked, limited, noRetry int
+	var checked, limited, noRetry, redials int
 	s.attack("sign-in-guessing", func() {
 		// Not from 127.0.0.1, where the harness checks the fleet view with the token.
 		guesser := loginClient("127.0.0.3")
@@ -542,7 +551,14 @@ func TestResultsServerSignInGuessing(t *testing.T) {
 			if i == 100 {
 				signedIn = postLogin(t, loginClient("127.0.0.2"), s, resultsServerToken)
 			}
-			resp := postLogin(t, guesser, s, fmt.Sprintf("guess-%032d", i))
+			resp, err := tryLogin(guesser, s, fmt.Sprintf("guess-%032d", i))
+			if err != nil {
+				// A connection that never signed in stays silent: the server closes it --http-first-request-timeout
+				// (10 s) after its accept, and the guesser dials again.
+				redials++
+				require.LessOrEqual(t, redials, int(duration/(10*time.Second))+1, "guess %d: %v", i, err)
+				continue
+			}
 			switch resp.StatusCode {
 			case http.StatusUnauthorized:
 				checked++
@@ -559,7 +575,7 @@ func TestResultsServerSignInGuessing(t *testing.T) {
 		require.Equal(t, http.StatusSeeOther, signedIn.StatusCode, "a person at another address signs in")
 		require.NotEmpty(t, signedIn.Cookies(), "and gets the cookie")
 	}, func() map[string]float64 {
-		t.Logf("%d guesses checked, %d refused in %v", checked, limited, duration)
+		t.Logf("%d guesses checked, %d refused in %v, %d connections closed under the guesser", checked, limited, duration, redials)
 		// 10 at once, then one every 6 s.
 		assert.LessOrEqual(t, checked, 10+int(duration/(6*time.Second))+1, "guesses checked")
 		assert.Positive(t, limited, "guesses beyond the limit are refused")
@@ -579,9 +595,18 @@ func loginClient(ip string) *http.Client {
 
 func postLogin(t *testing.T, c *http.Client, s *resultsServer, token string) *http.Response {
 	t.Helper()
-	resp, err := c.PostForm(s.httpURL("/login"), url.Values{"token": {token}, "next": {"/"}})
+	resp, err := tryLogin(c, s, token)
 	require.NoError(t, err)
+	return resp
+}
+
+// tryLogin posts token to the login page and reads the answer.
+func tryLogin(c *http.Client, s *resultsServer, token string) (*http.Response, error) {
+	resp, err := c.PostForm(s.httpURL("/login"), url.Values{"token": {token}, "next": {"/"}})
+	if err != nil {
+		return nil, err
+	}
 	_, _ = io.Copy(io.Discard, resp.Body)
 	resp.Body.Close()
-	return resp
+	return resp, nil
 }

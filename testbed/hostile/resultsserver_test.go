@@ -186,6 +186,9 @@ func (s *resultsServer) stored(cluster string) (int, error) {
 	return view.Clusters[0].Total, nil
 }
 
+// silentClosedMetric counts the connections the server closed before they showed a client, by listener and reason.
+const silentClosedMetric = "results_server_silent_connections_closed_total"
+
 func (s *resultsServer) metric(name, labels string) float64 {
 	s.t.Helper()
 	text, err := selfmetrics.Scrape(s.httpClient(), s.httpURL("/metrics"))
@@ -455,7 +458,7 @@ func TestResultsServerIdleHTTPConnections(t *testing.T) {
 	}, func() map[string]float64 {
 		// Beyond --http-max-connections: refused, or (issue 29) a silent one evicted for the new one.
 		refused := s.metric("results_server_connections_refused_total", `listener="http"`) +
-			s.metric("results_server_silent_connections_closed_total", `listener="http",reason="evicted"`)
+			s.metric(silentClosedMetric, `listener="http",reason="evicted"`)
 		require.Positive(t, refused, "connections beyond --http-max-connections are closed")
 		require.LessOrEqual(t, float64(answered), float64(n)-refused)
 		return map[string]float64{"connections_refused": refused, "answered": float64(answered)}
@@ -475,7 +478,7 @@ func TestResultsServerIdleGRPCConnections(t *testing.T) {
 		idleFlood(t, s.grpc, n, func(int) []byte { return nil }, within)
 	}, func() map[string]float64 {
 		refused := s.metric("results_server_connections_refused_total", `listener="grpc"`) +
-			s.metric("results_server_silent_connections_closed_total", `listener="grpc",reason="evicted"`)
+			s.metric(silentClosedMetric, `listener="grpc",reason="evicted"`)
 		require.Positive(t, refused, "connections beyond --max-connections are closed")
 		return map[string]float64{"connections_refused": refused}
 	})

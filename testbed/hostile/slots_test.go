@@ -243,8 +243,8 @@ func (s *resultsServer) slotsAttack(name, listener string, deadline time.Duratio
 		f.stopRedialing()
 		collectortest.Eventually(t, deadline+cutOffMargin, f.allClosed)
 	}, func() map[string]float64 {
-		evicted := s.metric("results_server_silent_connections_closed_total", fmt.Sprintf(`listener=%q,reason="evicted"`, listener))
-		timedOut := s.metric("results_server_silent_connections_closed_total", fmt.Sprintf(`listener=%q,reason="timeout"`, listener))
+		evicted := s.metric(silentClosedMetric, fmt.Sprintf(`listener=%q,reason="evicted"`, listener))
+		timedOut := s.metric(silentClosedMetric, fmt.Sprintf(`listener=%q,reason="timeout"`, listener))
 		require.Positive(t, evicted, "silent connections gave way to legitimate ones")
 		require.Positive(t, timedOut, "the silent connections left were closed at the first call deadline")
 		return map[string]float64{"evicted": evicted, "timed_out": timedOut, "legit_first_try": float64(n)}
