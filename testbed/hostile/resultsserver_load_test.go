@@ -362,7 +362,8 @@ func TestResultsServerConcurrentQueries(t *testing.T) {
 // TestResultsServerHTTP2StreamsOnOneTLSConnection: one TLS connection to the fleet view opens 200 streams of
 // text searches at once, ignoring the server's SETTINGS. Before, Go's default of 250 streams per connection let
 // them all run: past 4 GiB in 9 s (the issue). Now the server advertises --http-max-concurrent-streams (16) and
-// resets the streams beyond it; of those it serves, the queries beyond --max-concurrent-queries are 503.
+// resets the streams that arrive while it is full; of those it serves, the queries beyond --max-concurrent-queries
+// are 503.
 func TestResultsServerHTTP2StreamsOnOneTLSConnection(t *testing.T) {
 	certs := testcerts.New(t)
 	files := certs.Write(t, t.TempDir())
@@ -377,7 +378,9 @@ func TestResultsServerHTTP2StreamsOnOneTLSConnection(t *testing.T) {
 	}, func() map[string]float64 {
 		assert.Equal(t, uint32(16), got.maxStreams, "the server advertises its stream limit")
 		assert.Equal(t, streams, got.reset+got.codes[200]+got.codes[503], "every stream is reset, answered or refused: %+v", got)
-		assert.GreaterOrEqual(t, got.reset, streams-16, "the streams beyond the limit are reset")
+		// A stream that arrives after an earlier one ended finds a free slot, so how many are reset depends on
+		// how fast the served ones end (172 of 200 on a fast machine); with Go's default of 250 none would be.
+		assert.Positive(t, got.reset, "the streams beyond the limit are reset")
 		assert.Positive(t, got.codes[200], "streams within the limit are served")
 		return map[string]float64{"streams_reset": float64(got.reset), "answered": float64(got.codes[200]),
 			"refused_busy": float64(got.codes[503])}
