@@ -184,14 +184,14 @@ func StartDaemonSet(t *testing.T, extra string, env ...string) *Target {
 	config := sp.config
 
 	dir := t.TempDir()
-	p := ports{Health: collectortest.FreePort(t), OPA: collectortest.FreePort(t), Metrics: collectortest.FreePort(t)}
+	p := ports{Health: collectortest.FreePort(t), OPA: collectortest.FreePort(t), Metrics: collectortest.FreePort(t),
+		PolicyMetrics: collectortest.FreePort(t)}
 	token := "hostile-test-token-0123456789abcdef"
 	sink := collectortest.StartOTLPSink(t)
 	replacements := map[string]string{
-		"opa":    fmt.Sprintf("127.0.0.1:%d", p.OPA),
-		"health": fmt.Sprintf("127.0.0.1:%d", p.Health),
-		// policy_metrics' scrape endpoint; no attack reads it.
-		"policyMetrics": fmt.Sprintf("127.0.0.1:%d", collectortest.FreePort(t)),
+		"opa":           fmt.Sprintf("127.0.0.1:%d", p.OPA),
+		"health":        fmt.Sprintf("127.0.0.1:%d", p.Health),
+		"policyMetrics": fmt.Sprintf("127.0.0.1:%d", p.PolicyMetrics),
 		"queue":         filepath.Join(dir, "queue"),
 		"socket":        filepath.Join(dir, "run", "decisions.sock"),
 		"token":         writeFile(t, filepath.Join(dir, "opa-token"), token),
