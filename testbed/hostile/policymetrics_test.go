@@ -46,12 +46,12 @@ func policyUpload(first, n int) []byte {
 	return b.Bytes()
 }
 
-// TestPolicyMetricsDecisionSeries: 20,000 (short) / 100,000 (full) decisions, each under a policy of its own,
+// TestPolicyMetricsDecisionSeries: 20,000 (short) / 50,000 (full) decisions, each under a policy of its own,
 // uploaded by a client with the token. The scrape endpoint serves at most decisions::max_series decision series
 // plus the overflow series (otel_metric_overflow="true"), which counts the rest, so every attack decision is
 // counted once; the peak stays under the bound.
 func TestPolicyMetricsDecisionSeries(t *testing.T) {
-	n := pick(20_000, 100_000)
+	n := pick(20_000, 50_000)
 	const perUpload = 1_000
 	for _, c := range []struct {
 		config string
