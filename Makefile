@@ -80,7 +80,7 @@ run: build
 	$(BIN) --config $(CONFIG)
 
 ## test-servers: install or build the real servers the integration tests start (etcd, kube-apiserver, OPA, MinIO,
-## PostgreSQL, Gatekeeper, Helm, Prometheus, Chromium), cached
+## PostgreSQL, Gatekeeper, Helm, Prometheus, VictoriaLogs, Chromium), cached
 test-servers:
 	CACHE_DIR=$(CACHE_DIR) hack/test-servers.sh
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs or builds the real servers the integration tests start, caching them outside the repository.
 # Prints nothing but errors when everything is already cached.
-# Usage: hack/test-servers.sh [etcd|kube-apiserver|opa|minio|postgres|gatekeeper|helm|prometheus|chromium]...
+# Usage: hack/test-servers.sh [etcd|kube-apiserver|opa|minio|postgres|gatekeeper|helm|prometheus|victorialogs|chromium]...
 #
 # Every step runs in a subshell of its own (the functions' bodies are in parentheses): a step may change its
 # directory, redirect its output or set a trap, and nothing of that leaks into the next step. The helpers are
@@ -198,6 +198,21 @@ install_prometheus() (
   rm -rf "$dir"
 )
 
+# VictoriaLogs, the log store the log store recipes' test writes to over OTLP and queries with LogsQL
+# (testbed/internal/vlogstest). Built from its module: `go install` of a version ignores the worktree's module, and
+# -mod=mod keeps a GOFLAGS=-mod=vendor of the environment from refusing it.
+VICTORIALOGS_VERSION=${VICTORIALOGS_VERSION:-v1.52.1}
+install_victorialogs() (
+  local bin=$BIN_DIR/victoria-logs-$VICTORIALOGS_VERSION
+  [[ -x $bin ]] && return
+  log "building victoria-logs $VICTORIALOGS_VERSION (about a minute on 2 cores, once)"
+  local dir=$CACHE_DIR/victoria-logs-build-$VICTORIALOGS_VERSION
+  mkdir -p "$dir"
+  GOFLAGS=-mod=mod GOBIN=$dir go install "github.com/VictoriaMetrics/VictoriaLogs/app/victoria-logs@$VICTORIALOGS_VERSION" \
+    2>"$dir/build.log" || build_failed "victoria-logs" "$dir"
+  mv "$dir/victoria-logs" "$bin"
+)
+
 # Chromium from Debian's chromium package, the headless browser testbed/internal/chromiumtest drives over the DevTools
 # protocol to test the results server's web UI; $CHROMIUM_BIN, as there, names another one.
 install_chromium() (
@@ -208,10 +223,10 @@ install_chromium() (
   [[ -x $bin ]] || { log "chromium installed, but $bin is not there"; exit 1; }
 )
 
-# Gatekeeper, Helm and etcd first: builds run in the background while the others install or build, and the
-# script fails if one of them failed. The apt users (prometheus, postgres, chromium) run one after the other:
-# apt's locks allow one package list update at a time.
-[[ $# -gt 0 ]] || set -- gatekeeper helm etcd prometheus kube-apiserver opa minio postgres chromium
+# Gatekeeper, Helm, VictoriaLogs and etcd first: builds run in the background while the others install or build,
+# and the script fails if one of them failed. The apt users (prometheus, postgres, chromium) run one after the
+# other: apt's locks allow one package list update at a time.
+[[ $# -gt 0 ]] || set -- gatekeeper helm victorialogs etcd prometheus kube-apiserver opa minio postgres chromium
 background=()
 for s in "$@"; do
   case $s in
@@ -222,6 +237,7 @@ for s in "$@"; do
     postgres) install_postgres ;;
     gatekeeper) install_gatekeeper & background+=($!) ;;
     helm) install_helm & background+=($!) ;;
+    victorialogs) install_victorialogs & background+=($!) ;;
     prometheus) install_prometheus ;;
     chromium) install_chromium ;;
     *) log "unknown server $s"; exit 2 ;;

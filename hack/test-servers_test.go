@@ -25,14 +25,15 @@ var realTools = []string{"bash", "basename", "cat", "chmod", "cp", "dirname", "e
 
 // versions pins every server's version, so that the expected calls below do not follow the script's defaults.
 var versions = map[string]string{
-	"ETCD_VERSION":       "v3.6.16",
-	"KUBERNETES_VERSION": "v1.36.3",
-	"OPA_VERSION":        "v1.22.2",
-	"MINIO_VERSION":      "v0.0.0-minio",
-	"MC_VERSION":         "v0.0.0-mc",
-	"GATEKEEPER_VERSION": "v3.23.1",
-	"HELM_VERSION":       "v3.22.0",
-	"PROMETHEUS_VERSION": "2.42",
+	"ETCD_VERSION":         "v3.6.16",
+	"KUBERNETES_VERSION":   "v1.36.3",
+	"OPA_VERSION":          "v1.22.2",
+	"MINIO_VERSION":        "v0.0.0-minio",
+	"MC_VERSION":           "v0.0.0-mc",
+	"GATEKEEPER_VERSION":   "v3.23.1",
+	"HELM_VERSION":         "v3.22.0",
+	"PROMETHEUS_VERSION":   "2.42",
+	"VICTORIALOGS_VERSION": "v1.52.1",
 }
 
 // step is what one server's step must ask for and leave in the cache's bin directory.
@@ -84,6 +85,10 @@ var steps = map[string]step{
 	"prometheus": {
 		calls: []string{"apt-get download -q prometheus", "dpkg-deb -f CACHE/prometheus-deb/prometheus_2.42.0+ds-5+b3_amd64.deb Version"},
 		files: []string{"prometheus-2.42", "promtool-2.42"},
+	},
+	"victorialogs": {
+		calls: []string{"go install github.com/VictoriaMetrics/VictoriaLogs/app/victoria-logs@v1.52.1"},
+		files: []string{"victoria-logs-v1.52.1"},
 	},
 	"chromium": {
 		calls: []string{"apt-get install -y -q chromium"},
@@ -260,6 +265,7 @@ func TestTestServersFailures(t *testing.T) {
 			want: "kube-apiserver build failed", notAsked: "apt-get install -y -q chromium"},
 		// The foreground step after the background one runs; the script waits for both.
 		{name: "background", fail: "go install github.com/open-policy-agent/gatekeeper", args: []string{"gatekeeper", "opa"}, want: "gatekeeper build failed"},
+		{name: "background victorialogs", fail: "go install github.com/VictoriaMetrics", args: []string{"victorialogs", "opa"}, want: "victoria-logs build failed"},
 		{name: "apt", fail: "apt-get install -y -q chromium", args: []string{"chromium", "postgres"},
 			notAsked: "apt-get install -y -q postgresql"},
 		{name: "unknown server", args: []string{"nginx"}, want: "unknown server nginx"},

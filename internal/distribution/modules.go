@@ -11,6 +11,7 @@ package distribution // import "github.com/otelcol-policy/otelcol-policy/interna
 
 import (
 	_ "github.com/open-telemetry/opentelemetry-collector-contrib/exporter/fileexporter"
+	_ "github.com/open-telemetry/opentelemetry-collector-contrib/exporter/prometheusexporter"
 	_ "github.com/open-telemetry/opentelemetry-collector-contrib/exporter/prometheusremotewriteexporter"
 	_ "github.com/open-telemetry/opentelemetry-collector-contrib/extension/bearertokenauthextension"
 	_ "github.com/open-telemetry/opentelemetry-collector-contrib/extension/healthcheckextension"

@@ -40,8 +40,8 @@ func loadYAML(t *testing.T, path string) map[string]any {
 	return cfg
 }
 
-// listeners are the host:port endpoints a config serves: every `endpoint` that is one (a Unix socket's path is
-// not) and the self-metrics reader's host and port.
+// listeners are the host:port endpoints a config serves: every `endpoint` of an extension, a receiver or a
+// prometheus exporter that is one (a Unix socket's path is not) and the self-metrics reader's host and port.
 func listeners(t *testing.T, cfg map[string]any) []string {
 	t.Helper()
 	var out []string
@@ -66,6 +66,11 @@ func listeners(t *testing.T, cfg map[string]any) []string {
 	}
 	walk(cfg["extensions"])
 	walk(cfg["receivers"])
+	for id, e := range cfg["exporters"].(map[string]any) {
+		if id == "prometheus" || strings.HasPrefix(id, "prometheus/") {
+			walk(e)
+		}
+	}
 	readers, _ := cfg["service"].(map[string]any)["telemetry"].(map[string]any)["metrics"].(map[string]any)["readers"].([]any)
 	for _, r := range readers {
 		prom, ok := r.(map[string]any)["pull"].(map[string]any)["exporter"].(map[string]any)["prometheus"].(map[string]any)
@@ -96,7 +101,7 @@ func TestContainerConfig(t *testing.T) {
 		assert.Equal(t, "0.0.0.0", host, "%s: the container config listens on all interfaces", l)
 		ports = append(ports, port)
 	}
-	require.Len(t, ports, 5, "OTLP gRPC and HTTP, OPA uploads, health_check, self-metrics")
+	require.Len(t, ports, 6, "OTLP gRPC and HTTP, OPA uploads, health_check, self-metrics, policy_metrics' series")
 	assert.ElementsMatch(t, ports, strings.Fields(strings.Join(final.all("EXPOSE"), " ")), "EXPOSE is what the container config serves")
 
 	// The same pipeline as the default config: its listeners moved from loopback, the data endpoints behind the

@@ -229,7 +229,7 @@ func TestComponentsListsTheDistribution(t *testing.T) {
 		"k8s_metadata_strip", "policy_aggregate"}, names("processors"))
 	assert.ElementsMatch(t, []string{"policy_metrics"}, names("connectors"))
 	// Core (since v0.161.0) names the OTLP exporters otlp_grpc and otlp_http; `otlp` and `otlphttp` remain aliases.
-	assert.ElementsMatch(t, []string{"otlp_grpc", "otlp_http", "debug", "file", "prometheus_remote_write", "durable_file", "s3", "kafka", "results_grpc"}, names("exporters"))
+	assert.ElementsMatch(t, []string{"otlp_grpc", "otlp_http", "debug", "file", "prometheus_remote_write", "prometheus", "durable_file", "s3", "kafka", "results_grpc"}, names("exporters"))
 	assert.ElementsMatch(t, []string{"zpages", "file_storage", "health_check", "pprof", "bearertokenauth", "k8s_leader_elector", "k8s_events"}, names("extensions"))
 	assert.ElementsMatch(t, []string{"env", "file", "yaml", "http", "https"}, names("providers"))
 	assert.True(t, strings.Contains(string(out), "github.com/otelcol-policy/otelcol-policy"), "this repository's components are built in")

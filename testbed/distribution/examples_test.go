@@ -29,6 +29,11 @@ var exampleEnv = []string{
 	"OTELCOL_POLICY_CLUSTER_NAME=prod-eu-1", "KAFKA_BROKERS=kafka:9092", "S3_BUCKET=policy-results",
 	"AWS_REGION=eu-west-1", "OTLP_ENDPOINT=https://otlp.example.com", "OTLP_TOKEN=token",
 	"RESULTS_SERVER=results.example.com:443", "ENVIRONMENT=prod",
+	// The log store recipes'.
+	"VICTORIALOGS_URL=http://victorialogs:9428", "LOKI_URL=http://loki-gateway.loki", "LOKI_TENANT=policy",
+	"ELASTIC_OTLP_ENDPOINT=https://policy.ingest.eu-west-1.aws.elastic.cloud:443", "ELASTIC_API_KEY=key",
+	"DATA_PREPPER_ENDPOINT=data-prepper.opensearch:21892", "SPLUNK_GATEWAY=splunk-otel-collector.splunk:4317",
+	"DD_AGENT_HOST=10.0.0.1",
 	// The downward API's, which k8s_events reads.
 	"K8S_POD_NAME=otelcol-policy-7d9f8-abcde", "K8S_POD_NAMESPACE=otelcol-policy", "K8S_POD_UID=0b7f7c1e-6a52-4c1e-9f35-1d2a4b6c8e01",
 }
@@ -36,7 +41,7 @@ var exampleEnv = []string{
 func examples(t *testing.T) []string {
 	files, err := filepath.Glob(filepath.Join(collectortest.RepoRoot(t), "distributions", "otelcol-policy", "examples", "*.yaml"))
 	require.NoError(t, err)
-	require.Len(t, files, 6, "the recipes the README lists")
+	require.Len(t, files, 12, "the recipes the README lists")
 	return files
 }
 

@@ -92,8 +92,11 @@ var (
 )
 
 // monitored is rel with monitoredArg.
-func monitored(rel release) release {
-	return release{rel.name, rel.namespace, slices.Concat(rel.args, monitoredArg)}
+func monitored(rel release) release { return withArgs(rel, monitoredArg...) }
+
+// withArgs is rel with args added to its values.
+func withArgs(rel release, args ...string) release {
+	return release{rel.name, rel.namespace, slices.Concat(rel.args, args)}
 }
 
 // helmTemplate renders the chart in dir (the shipped chart when empty) as rel.
@@ -133,6 +136,8 @@ func TestHelmLint(t *testing.T) {
 		slices.Concat([]string{"--set", "podMonitor.enabled=true"}, remoteWrite, metricsFrom),
 		slices.Concat([]string{"--set", "mode=daemonset,podMonitor.enabled=true"}, remoteWrite, metricsFrom),
 		{"--set", "networkPolicy.enabled=false,podMonitor.enabled=true"},
+		slices.Concat([]string{"--set", "serviceMonitor.enabled=true"}, metricsFrom),
+		slices.Concat([]string{"--set", "mode=daemonset,serviceMonitor.enabled=true"}, noScrape, metricsFrom),
 	} {
 		out := runHelm(t, append([]string{"lint", "--strict", chartDir(t)}, args...)...)
 		assert.Contains(t, out, "1 chart(s) linted, 0 chart(s) failed", "%v", args)
@@ -305,32 +310,12 @@ func TestHelmValues(t *testing.T) {
 		for _, rel := range []release{reportsDefault, decisions} {
 			objs := helmTemplate(t, "", release{rel.name, rel.namespace, slices.Concat(rel.args, []string{"--set",
 				"podMonitor.enabled=true,podMonitor.interval=30s,podMonitor.additionalLabels.release=kube-prometheus-stack"}, metricsFrom)})
-			pm := typed[struct {
-				Metadata metav1.ObjectMeta
-				Spec     struct {
-					JobLabel            string
-					Selector            metav1.LabelSelector
-					PodMetricsEndpoints []map[string]any
-				}
-			}](t, find(t, objs, "PodMonitor", rel.namespace, rel.name))
-			assert.Equal(t, "kube-prometheus-stack", pm.Metadata.Labels["release"], "what the Prometheus' podMonitorSelector matches")
-			assert.Equal(t, []map[string]any{{"port": "metrics", "path": "/metrics", "interval": "30s"}}, pm.Spec.PodMetricsEndpoints)
-			var tmpl corev1.PodTemplateSpec
-			for _, o := range objs {
-				if isWorkload(o) {
-					tmpl = typed[struct {
-						Spec struct{ Template corev1.PodTemplateSpec }
-					}](t, o).Spec.Template
-				}
-			}
+			pm := typed[monitor](t, find(t, objs, "PodMonitor", rel.namespace, rel.name))
+			tmpl := podTemplate(t, objs)
+			pm.check(t, "podMonitorSelector", pm.Spec.PodMetricsEndpoints, tmpl.Labels)
 			selector, err := metav1.LabelSelectorAsSelector(&pm.Spec.Selector)
 			require.NoError(t, err)
 			assert.True(t, selector.Matches(labels.Set(tmpl.Labels)), "the PodMonitor selects the release's pods")
-			// The Prometheus Operator takes the job from the pod label jobLabel names: OtelcolPolicyDown must
-			// match it.
-			job := tmpl.Labels[pm.Spec.JobLabel]
-			require.NotEmpty(t, job, "the pods have the label %q", pm.Spec.JobLabel)
-			assert.Regexp(t, "^(?:"+downJobRegexp(t)+")$", job, "OtelcolPolicyDown's job matcher matches the PodMonitor's job")
 		}
 		assert.False(t, slices.ContainsFunc(helmTemplate(t, "", decisions), func(o *unstructured.Unstructured) bool {
 			return o.GetKind() == "PodMonitor"
@@ -340,11 +325,12 @@ func TestHelmValues(t *testing.T) {
 	t.Run("networkPolicy.metricsFrom admits Prometheus to the metrics port", func(t *testing.T) {
 		objs := helmTemplate(t, "", release{decisions.name, decisions.namespace, slices.Concat(decisions.args, metricsFrom)})
 		np := typed[networkingv1.NetworkPolicy](t, find(t, objs, "NetworkPolicy", nodeNS, "otelcol-policy-node-decisions"))
-		require.Len(t, np.Spec.Ingress, 2, "the producers on the OPA port, Prometheus on the metrics port")
+		require.Len(t, np.Spec.Ingress, 2, "the producers on the OPA port, Prometheus on the metrics ports")
 		assert.Equal(t, "opa", np.Spec.Ingress[0].Ports[0].Port.String())
 		rule := np.Spec.Ingress[1]
-		require.Len(t, rule.Ports, 1)
+		require.Len(t, rule.Ports, 2)
 		assert.Equal(t, "metrics", rule.Ports[0].Port.String())
+		assert.Equal(t, "policy-metrics", rule.Ports[1].Port.String())
 		require.Len(t, rule.From, 1)
 		assert.Equal(t, map[string]string{"kubernetes.io/metadata.name": "monitoring"}, rule.From[0].NamespaceSelector.MatchLabels)
 		assert.Equal(t, map[string]string{"app.kubernetes.io/name": "prometheus"}, rule.From[0].PodSelector.MatchLabels)
@@ -364,6 +350,8 @@ func TestHelmValues(t *testing.T) {
 			{monitored(reportsDefault), map[string][]string{deployment: {"metrics"}}},
 			{monitored(reportsHA), map[string][]string{statefulset: {"metrics"}}},
 			{monitored(decisions), map[string][]string{daemonset: {"opa", "metrics"}}},
+			{withArgs(reportsDefault, metricsFrom...), map[string][]string{deployment: {"metrics", "policy-metrics"}}},
+			{withArgs(decisions, metricsFrom...), map[string][]string{daemonset: {"opa", "metrics", "policy-metrics"}}},
 		} {
 			assert.Equal(t, c.want, admittedPorts(t, helmTemplate(t, "", c.rel)), "%v", c.rel.args)
 		}
@@ -409,7 +397,8 @@ func TestHelmValues(t *testing.T) {
 			cfg := renderedConfig(t, objs, rel.name+"-config")
 			pipelines := cfg["service"].(map[string]any)["pipelines"].(map[string]any)
 			assert.Contains(t, pipelines["logs"].(map[string]any)["exporters"], "policy_metrics")
-			assert.Equal(t, map[string]any{"receivers": []any{"policy_metrics"}, "exporters": []any{"prometheus_remote_write"}}, pipelines["metrics"])
+			assert.Equal(t, map[string]any{"receivers": []any{"policy_metrics"}, "exporters": []any{"prometheus_remote_write"}}, pipelines["metrics"],
+				"remote-written, not served too: a Prometheus scraping the pods would hold every series twice")
 			prw := cfg["exporters"].(map[string]any)["prometheus_remote_write"].(map[string]any)
 			assert.Equal(t, "https://prometheus.example.com/api/v1/write", prw["http"].(map[string]any)["endpoint"])
 			// The connector's state next to the state of what feeds it: the PVC (report watcher), the host path.
@@ -434,11 +423,14 @@ func TestHelmValues(t *testing.T) {
 				assert.NotContains(t, connector, "k8s_leader_elector")
 			}
 		}
-		assert.NotContains(t, renderedConfig(t, helmTemplate(t, "", decisions), "otelcol-policy-node-config"), "connectors",
-			"the decision receiver has no policy_metrics without remote write")
-		// The report watcher has it always, its metrics to the OTLP endpoint.
-		pipelines := renderedConfig(t, helmTemplate(t, "", reportsDefault), "otelcol-policy-config")["service"].(map[string]any)["pipelines"].(map[string]any)
-		assert.Equal(t, map[string]any{"receivers": []any{"policy_metrics"}, "exporters": []any{"otlp_http"}}, pipelines["metrics"])
+		// The report watcher has it always, its metrics to the OTLP endpoint (and the scrape endpoint).
+		for _, c := range []struct {
+			rel  release
+			want []any
+		}{{reportsDefault, []any{"otlp_http", "prometheus"}}, {withArgs(reportsDefault, noScrape...), []any{"otlp_http"}}} {
+			pipelines := renderedConfig(t, helmTemplate(t, "", c.rel), "otelcol-policy-config")["service"].(map[string]any)["pipelines"].(map[string]any)
+			assert.Equal(t, map[string]any{"receivers": []any{"policy_metrics"}, "exporters": c.want}, pipelines["metrics"], "%v", c.rel.args)
+		}
 	})
 
 	t.Run("statefulset: a queue claim per replica", func(t *testing.T) {
@@ -548,8 +540,9 @@ func TestHelmOnAPIServer(t *testing.T) {
 	cluster := apiserver.StartForTest(t)
 	crds, err := filepath.Glob(filepath.Join(collectortest.RepoRoot(t), "receiver", "k8sreportsreceiver", "testdata", "crds", "*.yaml"))
 	require.NoError(t, err)
-	// The Prometheus Operator's PrometheusRule and PodMonitor, minimal (testdata/helm/*-crd.yaml).
-	for _, p := range append(crds, filepath.Join("testdata", "helm", "prometheusrule-crd.yaml"), filepath.Join("testdata", "helm", "podmonitor-crd.yaml")) {
+	// The Prometheus Operator's PrometheusRule, PodMonitor and ServiceMonitor, minimal (testdata/helm/*-crd.yaml).
+	for _, p := range append(crds, filepath.Join("testdata", "helm", "prometheusrule-crd.yaml"), filepath.Join("testdata", "helm", "podmonitor-crd.yaml"),
+		filepath.Join("testdata", "helm", "servicemonitor-crd.yaml")) {
 		cluster.InstallCRDs(t, p)
 	}
 	e := newKubeEnv(t, cluster, helmTemplate(t, "", reportsHA))
@@ -582,6 +575,9 @@ func TestHelmOnAPIServer(t *testing.T) {
 		"PodMonitor and remote write":                             {"", monitoredDefault},
 		"HA with PodMonitor and remote write":                     {"", monitored(reportsHA)},
 		"daemonset with PodMonitor, metricsFrom and remote write": {"", monitoredDecisions},
+		"ServiceMonitor":                                          {"", withArgs(reportsDefault, slices.Concat(serviceMonitorArg, metricsFrom)...)},
+		"daemonset with ServiceMonitor":                           {"", withArgs(decisions, slices.Concat(serviceMonitorArg, metricsFrom)...)},
+		"without the scrape endpoint":                             {"", withArgs(monitoredDecisions, noScrape...)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			objs := helmTemplate(t, c.dir, c.rel)
@@ -615,10 +611,11 @@ func TestHelmOnAPIServer(t *testing.T) {
 // write only to mounted volumes and serve the self-metrics on the metrics port.
 func TestHelmConfigsValidate(t *testing.T) {
 	for name, rels := range map[string][]release{
-		"default":              {reportsDefault, decisions},
-		"HA":                   {reportsHA, decisions},
-		"remote write":         {monitored(reportsDefault), monitored(decisions)},
-		"HA with remote write": {monitored(reportsHA), monitored(decisions)},
+		"default":                     {reportsDefault, decisions},
+		"HA":                          {reportsHA, decisions},
+		"remote write":                {monitored(reportsDefault), monitored(decisions)},
+		"HA with remote write":        {monitored(reportsHA), monitored(decisions)},
+		"without the scrape endpoint": {withArgs(reportsHA, noScrape...), withArgs(monitored(decisions), noScrape...)},
 	} {
 		t.Run(name, func(t *testing.T) {
 			validateWorkloadConfigs(t, append(helmTemplate(t, "", rels[0]), helmTemplate(t, "", rels[1])...))

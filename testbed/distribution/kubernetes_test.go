@@ -1072,6 +1072,22 @@ func validateWorkloadConfigs(t *testing.T, objs []*unstructured.Unstructured) {
 			i := slices.IndexFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "metrics" })
 			require.NotEqual(t, -1, i, "a container port named metrics")
 			assert.Equal(t, readers[0].Pull.Exporter.Prometheus.Port, c.Ports[i].ContainerPort)
+
+			// policy_metrics' series, when the config serves them, on all interfaces on the port named
+			// policy-metrics; the port only with them.
+			var scrape struct {
+				Exporters struct {
+					Prometheus *struct{ Endpoint string }
+				}
+			}
+			require.NoError(t, yaml.Unmarshal([]byte(wc.config), &scrape))
+			i = slices.IndexFunc(c.Ports, func(p corev1.ContainerPort) bool { return p.Name == "policy-metrics" })
+			if scrape.Exporters.Prometheus == nil {
+				assert.Equal(t, -1, i, "a container port policy-metrics without the prometheus exporter")
+			} else {
+				require.NotEqual(t, -1, i, "a container port named policy-metrics")
+				assert.Equal(t, fmt.Sprintf("0.0.0.0:%d", c.Ports[i].ContainerPort), scrape.Exporters.Prometheus.Endpoint)
+			}
 		})
 	}
 }
@@ -1379,15 +1395,16 @@ current-context: test
 	startReplica := func(name string) replica {
 		dir := filepath.Join(t.TempDir(), name)
 		require.NoError(t, os.MkdirAll(dir, 0o700))
-		health, metrics := collectortest.FreePort(t), collectortest.FreePort(t)
+		health, metrics, policyMetrics := collectortest.FreePort(t), collectortest.FreePort(t), collectortest.FreePort(t)
 		overlay := filepath.Join(dir, "overlay.yaml")
-		collectortest.ReplicaOverlay{Health: health, Metrics: metrics, Shared: shared, Queue: filepath.Join(dir, "queue")}.Write(t, overlay)
+		collectortest.ReplicaOverlay{Health: health, Metrics: metrics, PolicyMetrics: policyMetrics, Shared: shared,
+			Queue: filepath.Join(dir, "queue")}.Write(t, overlay)
 		// What the downward API gives a replica's pod.
 		pod := []string{"K8S_POD_NAME=otelcol-policy-" + name, "K8S_POD_NAMESPACE=" + saNamespace, "K8S_POD_UID=" + downwardExample["metadata.uid"]}
 		c := collectortest.StartEnv(t, dir, append([]string{"KUBECONFIG=" + kubeconfig, "CLUSTER_NAME=test", "OTLP_ENDPOINT=" + sink.URL}, pod...), base, overlay)
 		url := fmt.Sprintf("http://127.0.0.1:%d/", health)
 		c.WaitHealthy(url)
-		return replica{c, url, ports{Metrics: metrics}}
+		return replica{c, url, ports{Metrics: metrics, PolicyMetrics: policyMetrics}}
 	}
 	a := startReplica("a")
 	b := startReplica("b")
@@ -1403,6 +1420,10 @@ current-context: test
 	require.Contains(t, leader.c.Output(), "Started leading")
 	assert.NotContains(t, follower.c.Output(), "Started leading")
 	assert.NotContains(t, leader.c.Output()+follower.c.Output(), "forbidden", "RBAC allows what the collector does")
+	// Only the leader serves the gauges on its scrape endpoint: Prometheus scraping both replicas sees each
+	// series once.
+	waitScrapedGauges(t, leader.metrics, "pass=0 fail=1")
+	assert.NotContains(t, scrapePolicyMetrics(t, follower.metrics), "policy_results", "the follower serves no series")
 
 	// The leader stops (a rollout): it releases the lease, the follower takes over from the shared state.
 	leader.c.Stop()
@@ -1422,6 +1443,7 @@ current-context: test
 		return nil
 	})
 	waitDrained(t, follower.metrics, "otlp_http", 2)
+	waitScrapedGauges(t, follower.metrics, "pass=1 fail=0")
 	follower.c.Stop()
 	assert.Equal(t, []string{"require-labels fail new", "require-labels pass changed"}, sinkResults(sink),
 		"the new leader continues from the shared state: nothing re-sent, and it ships what changes next")

@@ -110,6 +110,7 @@ func StartDefault(t *testing.T, extra string, env ...string) *Target {
 var daemonSetPaths = []string{
 	"0.0.0.0:8182", "opa",
 	"0.0.0.0:13133", "health",
+	"0.0.0.0:9464", "policyMetrics",
 	"/var/lib/otelcol-policy-node/queue", "queue",
 	"/var/run/otelcol-policy/decisions.sock", "socket",
 	"/var/run/secrets/otelcol-policy/opa-token/token", "token",
@@ -183,15 +184,17 @@ func StartDaemonSet(t *testing.T, extra string, env ...string) *Target {
 	config := sp.config
 
 	dir := t.TempDir()
-	p := ports{Health: collectortest.FreePort(t), OPA: collectortest.FreePort(t), Metrics: collectortest.FreePort(t)}
+	p := ports{Health: collectortest.FreePort(t), OPA: collectortest.FreePort(t), Metrics: collectortest.FreePort(t),
+		PolicyMetrics: collectortest.FreePort(t)}
 	token := "hostile-test-token-0123456789abcdef"
 	sink := collectortest.StartOTLPSink(t)
 	replacements := map[string]string{
-		"opa":    fmt.Sprintf("127.0.0.1:%d", p.OPA),
-		"health": fmt.Sprintf("127.0.0.1:%d", p.Health),
-		"queue":  filepath.Join(dir, "queue"),
-		"socket": filepath.Join(dir, "run", "decisions.sock"),
-		"token":  writeFile(t, filepath.Join(dir, "opa-token"), token),
+		"opa":           fmt.Sprintf("127.0.0.1:%d", p.OPA),
+		"health":        fmt.Sprintf("127.0.0.1:%d", p.Health),
+		"policyMetrics": fmt.Sprintf("127.0.0.1:%d", p.PolicyMetrics),
+		"queue":         filepath.Join(dir, "queue"),
+		"socket":        filepath.Join(dir, "run", "decisions.sock"),
+		"token":         writeFile(t, filepath.Join(dir, "opa-token"), token),
 	}
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "queue"), 0o700))
 	require.NoError(t, os.MkdirAll(filepath.Join(dir, "run"), 0o700))

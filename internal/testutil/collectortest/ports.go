@@ -10,8 +10,9 @@ import (
 	"testing"
 )
 
-// DefaultPorts are the loopback ports of the default config's listeners in a test.
-type DefaultPorts struct{ Health, GRPC, HTTP, OPA, Metrics int }
+// DefaultPorts are the loopback ports of the default config's listeners in a test: Metrics serves the
+// self-metrics, PolicyMetrics the prometheus exporter's policy_metrics series.
+type DefaultPorts struct{ Health, GRPC, HTTP, OPA, Metrics, PolicyMetrics int }
 
 // DefaultConfig is the embedded default config, what `make run` runs.
 func DefaultConfig(t testing.TB) string {
@@ -23,7 +24,8 @@ func DefaultConfig(t testing.TB) string {
 // config changes. It returns the overlay's path, to pass after DefaultConfig.
 func DefaultConfigOverlay(t testing.TB, dir string) (string, DefaultPorts) {
 	t.Helper()
-	p := DefaultPorts{FreePort(t), FreePort(t), FreePort(t), FreePort(t), FreePort(t)}
+	p := DefaultPorts{Health: FreePort(t), GRPC: FreePort(t), HTTP: FreePort(t), OPA: FreePort(t), Metrics: FreePort(t),
+		PolicyMetrics: FreePort(t)}
 	path := filepath.Join(dir, "ports.yaml")
 	cfg := fmt.Sprintf(`
 extensions:
@@ -39,9 +41,12 @@ receivers:
   decision_logs:
     opa:
       endpoint: 127.0.0.1:%d
+exporters:
+  prometheus:
+    endpoint: 127.0.0.1:%d
 service:
   telemetry:
-%s`, p.Health, p.GRPC, p.HTTP, p.OPA, MetricsTelemetry(p.Metrics))
+%s`, p.Health, p.GRPC, p.HTTP, p.OPA, p.PolicyMetrics, MetricsTelemetry(p.Metrics))
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

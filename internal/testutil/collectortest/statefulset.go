@@ -13,6 +13,9 @@ import (
 // (distributions/otelcol-policy/kubernetes/deployment) to run it outside a Pod as one replica of several.
 type ReplicaOverlay struct {
 	Health, Metrics int // the health check's and the self-metrics' ports
+	// PolicyMetrics is the port of policy_metrics' series (the prometheus exporter); 0 picks a free one, for a
+	// test that does not scrape them.
+	PolicyMetrics int
 	// Shared is the state directory every replica mounts (the ReadWriteMany volume), Queue the replica's own
 	// (its volumeClaimTemplate's claim).
 	Shared, Queue string
@@ -25,6 +28,9 @@ type ReplicaOverlay struct {
 // 15, and the summaries and gauges go out every second rather than every 30: the tests wait for both.
 func (o ReplicaOverlay) Write(t testing.TB, path string) {
 	t.Helper()
+	if o.PolicyMetrics == 0 {
+		o.PolicyMetrics = FreePort(t)
+	}
 	lease := ""
 	if o.Lease != "" {
 		lease = ", lease_name: " + o.Lease
@@ -41,9 +47,11 @@ processors:
   policy_aggregate: {interval: 1s}
 connectors:
   policy_metrics: {interval: 1s}
+exporters:
+  prometheus: {endpoint: "127.0.0.1:%d"}
 service:
   telemetry:
-%s`, o.Health, lease, o.Shared, o.Queue, MetricsTelemetry(o.Metrics))
+%s`, o.Health, lease, o.Shared, o.Queue, o.PolicyMetrics, MetricsTelemetry(o.Metrics))
 	if err := os.WriteFile(path, []byte(cfg), 0o600); err != nil {
 		t.Fatal(err)
 	}

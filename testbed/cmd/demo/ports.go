@@ -28,6 +28,8 @@ type ports struct {
 	CollectorHealth  int `json:"collector_health"`
 	CollectorMetrics int `json:"collector_metrics"`
 	Prometheus       int `json:"prometheus"`
+	PolicyMetrics    int `json:"collector_policy_metrics"`
+	VictoriaLogs     int `json:"victorialogs"`
 }
 
 var defaultPorts = ports{
@@ -44,6 +46,8 @@ var defaultPorts = ports{
 	CollectorHealth:  13134,
 	CollectorMetrics: 18888,
 	Prometheus:       19090,
+	PolicyMetrics:    19464,
+	VictoriaLogs:     19428,
 }
 
 // MinIO's root credentials in the demo: local, loopback only, thrown away with ./data/demo.

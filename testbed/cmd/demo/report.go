@@ -515,6 +515,7 @@ func printReport(e env, st state, r *report, b binaries) {
 	fmt.Printf("%-70s %s (samples/45-malformed.yaml)\n", queryFaults, byLine(r.promFaults))
 	fmt.Printf("%-70s %s (points of the writes during the outage)\n", querySendFail, byLine(r.promSendFailed))
 	printDashboards(e, p)
+	printLogStore(st)
 
 	fmt.Println()
 	fmt.Printf("---- fleet view: %s fleet --db sqlite://%s --limit 10 ----\n", e.rel(b.resultsServer), e.rel(e.path("results.db")))
@@ -570,13 +571,16 @@ Look further (docs/demo.md has more):
   the records, as the file     head -c 2000 %s
   the fleet view over HTTP     curl -s http://127.0.0.1:%d/v1/fleet/failing?limit=5
   Prometheus (PromQL)          curl -sG %s/api/v1/query --data-urlencode 'query=policy_results{policy_result="fail"} > 0'
+  the scrape endpoint          curl -s %s
+  VictoriaLogs (LogsQL)        curl -s %s/select/logsql/query --data-urlencode 'query={event_name="policy.result"} policy.result:=fail' | head -3
   the cluster                  KUBECONFIG=%s kubectl get policyreports,vulnerabilityreports -A
   OPA's policy                 curl -s http://127.0.0.1:%d/v1/policies
   the Kafka topic              go run ./testbed/cmd/demo consume
   MinIO console                http://127.0.0.1:%d  (%s / %s)
   this report again            go run ./testbed/cmd/demo status
 Stop: make demo-stop (the data stays in %s; rm -rf it to delete).
-`, p.ResultsHTTP, e.rel(e.path("logs")), e.rel(resultsFile(e)), p.ResultsHTTP, prometheusURL(p), e.rel(e.path("kubeconfig")), p.OPA, p.MinIOConsole,
+`, p.ResultsHTTP, e.rel(e.path("logs")), e.rel(resultsFile(e)), p.ResultsHTTP, prometheusURL(p), policyMetricsURL(p), victoriaLogsURL(p),
+		e.rel(e.path("kubeconfig")), p.OPA, p.MinIOConsole,
 		st.MinIOUser, st.MinIOPassword, e.rel(e.dir))
 }
 

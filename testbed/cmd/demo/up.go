@@ -27,10 +27,11 @@ import (
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/opatest"
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/testproc"
 	"github.com/otelcol-policy/otelcol-policy/testbed/internal/promtest"
+	"github.com/otelcol-policy/otelcol-policy/testbed/internal/vlogstest"
 )
 
 type binaries struct {
-	collector, resultsServer, opa, minio, prometheus string
+	collector, resultsServer, opa, minio, prometheus, victoriaLogs string
 }
 
 func findBinaries(e env) (binaries, error) {
@@ -40,13 +41,14 @@ func findBinaries(e env) (binaries, error) {
 		opa:           testproc.CachedBinary("opa", opatest.Version),
 		minio:         testproc.CachedBinary("minio", miniotest.MinIOVersion),
 		prometheus:    promtest.BinaryPath(),
+		victoriaLogs:  vlogstest.BinaryPath(),
 	}
 	for _, p := range []string{b.collector, b.resultsServer} {
 		if !exists(p) {
 			return b, fmt.Errorf("%s not found: run `make build` (make demo does)", p)
 		}
 	}
-	for _, p := range []string{b.opa, b.minio, b.prometheus} {
+	for _, p := range []string{b.opa, b.minio, b.prometheus, b.victoriaLogs} {
 		if !exists(p) {
 			return b, fmt.Errorf("%s not found: run `make test-servers` (make demo does)", p)
 		}
@@ -130,7 +132,7 @@ func up() (err error) {
 		return err
 	}
 	// The other servers start at once and are waited for one by one.
-	if err := step(fmt.Sprintf("MinIO :%d, Kafka :%d, results server :%d, OPA :%d, Prometheus :%d", p.MinIO, p.Kafka, p.ResultsGRPC, p.OPA, p.Prometheus), func() error {
+	if err := step(fmt.Sprintf("MinIO :%d, Kafka :%d, results server :%d, OPA :%d, Prometheus :%d, VictoriaLogs :%d", p.MinIO, p.Kafka, p.ResultsGRPC, p.OPA, p.Prometheus, p.VictoriaLogs), func() error {
 		return startServers(ctx, e, p, bins)
 	}); err != nil {
 		return err
@@ -277,6 +279,9 @@ decision_logs:
 	if err := startPrometheus(e, p, b); err != nil {
 		return err
 	}
+	if err := startVictoriaLogs(e, p, b); err != nil {
+		return err
+	}
 
 	base := "http://127.0.0.1:"
 	checks := []struct {
@@ -288,6 +293,7 @@ decision_logs:
 		{"results-server", func() error { return httpOK(base + strconv.Itoa(p.ResultsHTTP) + "/v1/fleet") }},
 		{"opa", func() error { return httpOK(base + strconv.Itoa(p.OPA) + "/health") }},
 		{"prometheus", promtest.New(prometheusURL(p)).Ready},
+		{"victoria-logs", vlogstest.New(victoriaLogsURL(p)).Ready},
 	}
 	for _, c := range checks {
 		if err := waitReady(ctx, e, c.name, 60*time.Second, c.ready); err != nil {

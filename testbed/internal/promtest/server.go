@@ -16,7 +16,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
@@ -36,24 +35,13 @@ func PromtoolPath() string { return testproc.CachedBinary("promtool", Version) }
 // Binary returns BinaryPath, failing the test with how to get it when it is missing. Under -short it skips t.
 func Binary(t testing.TB) string {
 	t.Helper()
-	return cached(t, BinaryPath())
+	return testproc.CachedForTest(t, BinaryPath(), "prometheus")
 }
 
 // Promtool returns PromtoolPath, failing the test with how to get it when it is missing. Under -short it skips t.
 func Promtool(t testing.TB) string {
 	t.Helper()
-	return cached(t, PromtoolPath())
-}
-
-func cached(t testing.TB, bin string) string {
-	t.Helper()
-	if testing.Short() {
-		t.Skipf("needs %s; skipped under -short", filepath.Base(bin))
-	}
-	if _, err := os.Stat(bin); err != nil {
-		t.Fatalf("Prometheus %s not found at %s: run `make test-servers` (or hack/test-servers.sh prometheus)", Version, bin)
-	}
-	return bin
+	return testproc.CachedForTest(t, PromtoolPath(), "prometheus")
 }
 
 // Target is one scrape job: Prometheus scrapes http://Address/metrics.
@@ -135,22 +123,9 @@ func Start(t testing.TB, opts Options) *Server {
 		t.Fatal(err)
 	}
 	addr := "127.0.0.1:" + strconv.Itoa(ports[0])
-	logFile := filepath.Join(dir, "prometheus.log")
-	p, err := testproc.Start("prometheus", testproc.Options{LogFile: logFile, Dir: dir}, bin, Args(dir, addr)...)
-	if err != nil {
-		t.Fatal(err)
-	}
 	s := New("http://" + addr)
-	t.Cleanup(func() {
-		p.Stop(syscall.SIGTERM, 10*time.Second)
-		s.hc.CloseIdleConnections()
-		if t.Failed() {
-			t.Logf("prometheus log:\n%s", testproc.LogTail(logFile, 1<<16))
-		}
-	})
-	if err := p.WaitReady(30*time.Second, s.Ready); err != nil {
-		t.Fatal(err)
-	}
+	t.Cleanup(s.hc.CloseIdleConnections)
+	testproc.StartForTest(t, "prometheus", dir, s.Ready, bin, Args(dir, addr)...)
 	return s
 }
 

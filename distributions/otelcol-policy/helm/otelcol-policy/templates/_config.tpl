@@ -12,14 +12,18 @@ test compares the rendered config with them. */}}
 
 {{/* What both workloads have: the self-metrics on all interfaces, for the PodMonitor; the policy_metrics
 connector's metrics pipeline (the logs pipelines add policy_metrics to their exporters) for the report watcher
-always, for the decision receiver with prometheusRemoteWrite.endpoint. The metrics go to that endpoint when it is
-set, else to the OTLP endpoint. No persistent queue for the remote write: the exporter has no sending_queue, only
-its in-memory remote_write_queue (at v0.165.1 a sending_queue block is refused: "has invalid keys"); none is
-needed, as every emission carries each series' current value (gauges, and cumulative decision sums), so the next
-one supersedes what a restart lost. */}}
+always, for the decision receiver with the scrape endpoint or prometheusRemoteWrite.endpoint. The report
+watcher's metrics go to the remote write endpoint when it is set, else to the OTLP endpoint; with the scrape
+endpoint (otelcol-policy.prometheusScrape), every workload's are on the policy-metrics port too. No persistent queue for the remote
+write: the exporter has no sending_queue, only its in-memory remote_write_queue (at v0.165.1 a sending_queue
+block is refused: "has invalid keys"); none is needed, as every emission carries each series' current value
+(gauges, and cumulative decision sums), so the next one supersedes what a restart lost. */}}
 {{- define "otelcol-policy.commonConfig" -}}
 {{- $reports := eq (include "otelcol-policy.reportWatcher" .) "true" }}
-{{- if or $reports .Values.prometheusRemoteWrite.endpoint }}
+{{- $exporters := compact (list
+  (ternary "prometheus_remote_write" (ternary "otlp_http" "" $reports) (ne .Values.prometheusRemoteWrite.endpoint ""))
+  (ternary "prometheus" "" (eq (include "otelcol-policy.prometheusScrape" .) "true"))) }}
+{{- if eq (include "otelcol-policy.policyMetrics" .) "true" }}
 connectors:
   policy_metrics:
     # Next to the state of what feeds it, so that after a restart the gauges agree with a receiver that sends
@@ -36,8 +40,23 @@ connectors:
       labels: [k8s.cluster.name, policy.source, policy.name, policy.result, policy.decision.action]
     {{- end }}
 {{- end }}
-{{- if .Values.prometheusRemoteWrite.endpoint }}
+{{- if or .Values.prometheusRemoteWrite.endpoint (eq (include "otelcol-policy.prometheusScrape" .) "true") }}
 exporters:
+{{- end }}
+{{- if eq (include "otelcol-policy.prometheusScrape" .) "true" }}
+  # The names and labels prometheus_remote_write writes: the cluster, a resource attribute, as the label
+  # k8s_cluster_name; suffixes as today (policy_decisions_total). Prometheus adds job and instance.
+  prometheus:
+    endpoint: 0.0.0.0:{{ .Values.ports.policyMetrics.containerPort }}
+    resource_constant_labels:
+      included: [k8s.cluster.name]
+    translation_strategy: UnderscoreEscapingWithSuffixes
+    # A series policy_metrics no longer sends leaves /metrics after three emissions (interval 30s), not the
+    # exporter's default 5 minutes: a replica that lost the lease while running stops serving the series the
+    # new leader serves now (Prometheus sums both meanwhile).
+    metric_expiration: 90s
+{{- end }}
+{{- if .Values.prometheusRemoteWrite.endpoint }}
   prometheus_remote_write:
     http:
       endpoint: {{ .Values.prometheusRemoteWrite.endpoint | quote }}
@@ -52,11 +71,11 @@ exporters:
     {{- end }}
 {{- end }}
 service:
-  {{- if or $reports .Values.prometheusRemoteWrite.endpoint }}
+  {{- if eq (include "otelcol-policy.policyMetrics" .) "true" }}
   pipelines:
     metrics:
       receivers: [policy_metrics]
-      exporters: [{{ if .Values.prometheusRemoteWrite.endpoint }}prometheus_remote_write{{ else }}otlp_http{{ end }}]
+      exporters: [{{ join ", " $exporters }}]
   {{- end }}
   telemetry:
     metrics:
@@ -197,5 +216,5 @@ service:
     logs:
       receivers: [decision_logs]
       processors: [memory_limiter, k8s_metadata_strip]
-      exporters: [otlp_http{{ if .Values.prometheusRemoteWrite.endpoint }}, policy_metrics{{ end }}]
+      exporters: [otlp_http{{ if eq (include "otelcol-policy.policyMetrics" .) "true" }}, policy_metrics{{ end }}]
 {{- end }}

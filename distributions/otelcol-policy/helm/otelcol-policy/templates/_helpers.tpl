@@ -72,6 +72,22 @@ has no API access by default). */}}
 {{- end }}
 {{- end }}
 
+{{/* Whether the pods serve policy_metrics' series on the policy-metrics port: prometheusScrape.enabled, or when
+null, unless they are remote-written (a Prometheus fed both ways would hold every series twice). */}}
+{{- define "otelcol-policy.prometheusScrape" -}}
+{{- if kindIs "bool" .Values.prometheusScrape.enabled }}
+{{- .Values.prometheusScrape.enabled }}
+{{- else }}
+{{- eq .Values.prometheusRemoteWrite.endpoint "" }}
+{{- end }}
+{{- end }}
+
+{{/* Whether the release runs the policy_metrics connector: the report watcher always; the daemonset when its
+series go somewhere Prometheus reads them (the scrape endpoint, prometheusRemoteWrite.endpoint). */}}
+{{- define "otelcol-policy.policyMetrics" -}}
+{{- or (eq (include "otelcol-policy.reportWatcher" .) "true") (eq (include "otelcol-policy.prometheusScrape" .) "true") (ne .Values.prometheusRemoteWrite.endpoint "") }}
+{{- end }}
+
 {{/* The file_storage that keeps state across restarts: the persistence volume (report watcher), the host path
 (daemonset). */}}
 {{- define "otelcol-policy.stateStorage" -}}
@@ -107,8 +123,12 @@ allows only sha256:<64 hex>), else repository:tag (defaultTag when tag is empty)
 {{- if and (eq (include "otelcol-policy.reportWatcher" .) "true") (gt (int .Values.replicaCount) 1) (not .Values.leaderElection.enabled) }}
 {{- fail "replicaCount > 1 needs leaderElection.enabled=true: every replica would send every record (values-ha.yaml)" }}
 {{- end }}
-{{- if and .Values.podMonitor.enabled .Values.networkPolicy.enabled (not .Values.networkPolicy.metricsFrom) }}
-{{- fail "podMonitor.enabled needs networkPolicy.metricsFrom: the NetworkPolicy admits nobody to the metrics port until it names your Prometheus' pods (or set networkPolicy.enabled=false)" }}
+{{- if and .Values.podMonitor.enabled .Values.serviceMonitor.enabled }}
+{{- fail "podMonitor.enabled and serviceMonitor.enabled: pick one, or Prometheus scrapes every pod twice" }}
+{{- end }}
+{{- $monitor := ternary "podMonitor.enabled" "serviceMonitor.enabled" .Values.podMonitor.enabled }}
+{{- if and (or .Values.podMonitor.enabled .Values.serviceMonitor.enabled) .Values.networkPolicy.enabled (not .Values.networkPolicy.metricsFrom) }}
+{{- fail (printf "%s needs networkPolicy.metricsFrom: the NetworkPolicy admits nobody to the metrics ports until it names your Prometheus' pods (or set networkPolicy.enabled=false)" $monitor) }}
 {{- end }}
 {{- end }}
 
@@ -182,6 +202,30 @@ podAntiAffinity:
         labelSelector:
           matchLabels:
             {{- include "otelcol-policy.selectorLabels" . | nindent 12 }}
+{{- end }}
+{{- end }}
+
+{{/* The endpoints of the PodMonitor or ServiceMonitor (.monitor: its values): the self-metrics, and with
+the scrape endpoint (otelcol-policy.prometheusScrape) the policy_metrics series. */}}
+{{- define "otelcol-policy.scrapeEndpoints" -}}
+{{- $monitor := .monitor }}
+{{- range $port := compact (list "metrics" (ternary "policy-metrics" "" (eq (include "otelcol-policy.prometheusScrape" .root) "true"))) }}
+- port: {{ $port }}
+  path: /metrics
+  {{- with $monitor.interval }}
+  interval: {{ . }}
+  {{- end }}
+  {{- with $monitor.scrapeTimeout }}
+  scrapeTimeout: {{ . }}
+  {{- end }}
+  {{- with $monitor.relabelings }}
+  relabelings:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
+  {{- with $monitor.metricRelabelings }}
+  metricRelabelings:
+    {{- toYaml . | nindent 4 }}
+  {{- end }}
 {{- end }}
 {{- end }}
 

@@ -48,6 +48,10 @@
       containerPort: {{ .Values.ports.health.containerPort }}
     - name: metrics
       containerPort: {{ .Values.ports.metrics.containerPort }}
+    {{- if eq (include "otelcol-policy.prometheusScrape" .) "true" }}
+    - name: policy-metrics
+      containerPort: {{ .Values.ports.policyMetrics.containerPort }}
+    {{- end }}
   livenessProbe:
     httpGet:
       path: /
