@@ -48,6 +48,7 @@ var (
 	perSecond   = measure{Unit: "records/s"}
 	perRecord   = measure{Unit: "bytes/record", Label: "bytes per record"}
 	micros      = measure{Unit: "ns/op", Label: "µs per op", Scale: 0.001}
+	perBatch    = measure{Unit: "B/op", Label: "MB allocated per batch", Scale: 1e-6}
 	allocations = measure{Unit: "allocs/op", Label: "allocations per op"}
 )
 
@@ -96,9 +97,11 @@ var tables = []table{
 			"MinIO (single drive, local disk) and the kfake broker run on the same cores. The contrib `file` exporter writes the same " +
 			"batches in the same benchmark run. Bytes per record: stored in MinIO or on disk, on the wire for Kafka.",
 		Rows: []row{
-			{"`s3`, JSON lines, gzip", "s3", "BenchmarkS3Export/s3/gzip", []measure{perSecond, perRecord}},
-			{"`s3`, JSON lines, zstd", "s3", "BenchmarkS3Export/s3/zstd", []measure{perSecond, perRecord}},
-			{"`s3`, JSON lines, none", "s3", "BenchmarkS3Export/s3/none", []measure{perSecond, perRecord}},
+			{"`s3`, JSON lines, gzip", "s3", "BenchmarkS3Export/s3/gzip", []measure{perSecond, perRecord, perBatch}},
+			{"`s3`, JSON lines, zstd", "s3", "BenchmarkS3Export/s3/zstd", []measure{perSecond, perRecord, perBatch}},
+			{"`s3`, JSON lines, none", "s3", "BenchmarkS3Export/s3/none", []measure{perSecond, perRecord, perBatch}},
+			{"`s3`, Parquet, zstd", "s3", "BenchmarkS3Export/s3/parquet+zstd", []measure{perSecond, perRecord, perBatch}},
+			{"`s3`, Parquet, snappy", "s3", "BenchmarkS3Export/s3/parquet+snappy", []measure{perSecond, perRecord, perBatch}},
 			{"contrib `file`, OTLP JSON (s3 run)", "s3", "BenchmarkS3Export/file/json", []measure{perSecond, perRecord}},
 			{"contrib `file`, OTLP JSON, zstd (s3 run)", "s3", "BenchmarkS3Export/file/json+zstd", []measure{perSecond, perRecord}},
 			{"`kafka`, json, none", "kafka", "BenchmarkKafkaExport/kafka/json/none", []measure{perSecond, perRecord}},
