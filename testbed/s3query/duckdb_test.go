@@ -126,17 +126,19 @@ func openDuckDB(t testing.TB) *sql.DB {
 
 // findings runs findingsQuery.
 func findings(ctx context.Context, db *sql.DB) ([]finding, error) {
-	return query(ctx, db, findingsQuery, func(rows *sql.Rows, f *finding) error {
-		return rows.Scan(&f.Cluster, &f.Namespace, &f.Pod, &f.CVE, &f.Package, &f.Score, &f.FixedVersion)
-	})
+	return query(ctx, db, findingsQuery, scanFinding)
+}
+
+func scanFinding(rows *sql.Rows, f *finding) error {
+	return rows.Scan(&f.Cluster, &f.Namespace, &f.Pod, &f.CVE, &f.Package, &f.Score, &f.FixedVersion)
 }
 
 // failingPerPolicy runs failingQuery.
 func failingPerPolicy(ctx context.Context, db *sql.DB) ([]policyCount, error) {
-	return query(ctx, db, failingQuery, func(rows *sql.Rows, c *policyCount) error {
-		return rows.Scan(&c.Policy, &c.Failing)
-	})
+	return query(ctx, db, failingQuery, scanPolicyCount)
 }
+
+func scanPolicyCount(rows *sql.Rows, c *policyCount) error { return rows.Scan(&c.Policy, &c.Failing) }
 
 // query returns the rows of q, each read by scan.
 func query[T any](ctx context.Context, db *sql.DB, q string, scan func(*sql.Rows, *T) error) ([]T, error) {
