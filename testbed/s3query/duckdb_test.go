@@ -27,14 +27,13 @@ type format struct {
 	name        string // the exporter's sub-prefix for it in the bucket
 	format      string // the exporter's `format`
 	compression string // the exporter's `s3uploader::compression`
-	ext         string
 	// view reads the objects under dir as `records`.
 	view func(dir string) string
 }
 
 var formats = []format{
-	{name: "ndjson-gzip", format: "ndjson", compression: "gzip", ext: ".jsonl.gz", view: ndjsonView},
-	{name: "parquet-zstd", format: "parquet", compression: "zstd", ext: ".parquet", view: parquetView},
+	{name: "ndjson-gzip", format: "ndjson", compression: "gzip", view: ndjsonView},
+	{name: "parquet-zstd", format: "parquet", compression: "zstd", view: parquetView},
 }
 
 // recordColumns are the columns the queries read, as Parquet names them, with their types: read_json reads only
@@ -57,8 +56,9 @@ var jsonKeys = map[string]string{
 	"package_fixed_version": "package.fixed_version", "policy_result_key": "policy.result.key",
 }
 
-// ndjsonView reads the JSON lines with the keys given (a user's query would too: inferring a schema from lines
-// of varying keys reads them twice), renaming them to the Parquet columns' names.
+// ndjsonView reads the keys of the JSON lines that the queries need, with their types, as the exporter README's
+// view does (else DuckDB infers a schema from a sample of lines whose keys vary by source), and names them as
+// the Parquet columns.
 func ndjsonView(dir string) string {
 	keys := make([]string, 0, len(recordColumns))
 	cols := make([]string, 0, len(recordColumns))

@@ -20,11 +20,11 @@ import (
 //
 //   - i%4 == 0: a trivy vulnerability (CVE from cves, fixable unless (i/4)%3 == 0), failing; when i%8 == 0 it is
 //     resolved later (the image was upgraded).
-//   - otherwise a kyverno Pod Security Standards result, failing when i%3 == 0, warning when i%17 == 0, else
+//   - otherwise a kyverno Pod Security Standards result, warning when i%17 == 0, else failing when i%3 == 0, else
 //     passing; when i%8 == 1 its outcome flips later (fail to pass, anything else to fail: state changed).
 //
-// Every result is in one of three clusters (i%3 would tie the cluster to the outcome: (i/3)%3), a namespace of
-// 40, a pod of its own.
+// Result i is in cluster (i/3)%3 (not i%3, which would tie the cluster to the outcome), namespace i%40 and a pod
+// of its own.
 var clusters = []string{"prod-eu-1", "prod-us-1", "staging"}
 
 // cve is a vulnerability of the input, with its CVSS base score.
