@@ -78,9 +78,13 @@ func NewEncoder(w io.Writer, codec compress.Codec) *Encoder {
 			// Version 1 data pages: version 2 pages are not read by every engine (older Hive and Athena).
 			parquet.DataPageVersion(1),
 			parquet.DictionaryMaxBytes(dictionaryMaxBytes),
-			// Page statistics of JSON text help no query.
+			// Bounds of JSON text help no query, and would be stored uncompressed: a page's smallest and largest
+			// value in its header (twice: the deprecated fields too), the file's in the footer. An 8 MiB body was
+			// stored four times over.
 			parquet.SkipPageBounds(ColumnAttributes),
 			parquet.SkipPageBounds(ColumnBody),
+			parquet.SkipPageStatistics(ColumnAttributes),
+			parquet.SkipPageStatistics(ColumnBody),
 		),
 		row:    make(parquet.Row, numColumns),
 		values: make([]parquet.Value, numColumns),
@@ -92,7 +96,7 @@ func NewEncoder(w io.Writer, codec compress.Codec) *Encoder {
 func (e *Encoder) Close() error { return e.w.Close() }
 
 // Write appends lr, with the attributes of its resource, as one row. Each attribute of attrColumns whose value
-// has the column's type goes into its column; every other attribute (policyresult.AllAttributes: a record
+// has the column's type (a string of at most maxColumnValueBytes) goes into its column; every other attribute (policyresult.AllAttributes: a record
 // attribute hides a resource attribute of the same name) into the attributes column, as recordjson writes it.
 func (e *Encoder) Write(res pcommon.Resource, lr plog.LogRecord) error {
 	e.text = e.text[:0]
@@ -167,7 +171,8 @@ func (e *Encoder) addText(c int, s string) {
 	e.spans[c] = span{start, len(e.text)}
 }
 
-// column is the column of the attribute k with value v, when it has one and v is of its type.
+// column is the column of the attribute k with value v, when it has one and v is of its type (a string of at
+// most maxColumnValueBytes).
 func column(k string, v pcommon.Value) (int, bool) {
 	i, ok := columnOf[k]
 	if !ok {
@@ -175,7 +180,7 @@ func column(k string, v pcommon.Value) (int, bool) {
 	}
 	switch attrColumns[i].kind {
 	case kindString:
-		ok = v.Type() == pcommon.ValueTypeStr
+		ok = v.Type() == pcommon.ValueTypeStr && len(v.Str()) <= maxColumnValueBytes
 	case kindDouble:
 		ok = v.Type() == pcommon.ValueTypeDouble
 	}

@@ -332,3 +332,32 @@ func TestManyDistinctValues(t *testing.T) {
 		require.Equal(t, fmt.Sprintf(`"%d"`, i), row[ColumnBody])
 	}
 }
+
+// A value longer than a column holds stays in the attributes column: in its column, Parquet would keep it
+// uncompressed as the page's and the file's smallest and largest value (four records with an 8 MiB policy.rule
+// made a file of 50 MB with zstd). One of exactly the limit keeps its column. The JSON columns keep no bounds:
+// with page statistics, the same records with an 8 MiB body as well made a file of 134 MB.
+func TestLongValuesStayInAttributes(t *testing.T) {
+	ld := plog.NewLogs()
+	lrs := ld.ResourceLogs().AppendEmpty().ScopeLogs().AppendEmpty().LogRecords()
+	for i := range 4 {
+		lr := lrs.AppendEmpty()
+		lr.Attributes().PutStr(policyresult.AttrRule, strings.Repeat(string(rune('a'+i)), 8<<20))
+		lr.Attributes().PutStr(policyresult.AttrPolicy, strings.Repeat("p", maxColumnValueBytes))
+		lr.Body().SetStr(strings.Repeat(string(rune('k'+i)), 8<<20))
+	}
+	file := encode(t, ld, CompressionZstd)
+	assert.Less(t, len(file), 1<<20, "compressed once, not kept as bounds")
+
+	rows := readRows(t, file)
+	require.Len(t, rows, 4)
+	for i, row := range rows {
+		assert.NotContains(t, row, "policy_rule")
+		assert.Equal(t, strings.Repeat("p", maxColumnValueBytes), row["policy_name"])
+		assert.Equal(t, map[string]any{
+			policyresult.AttrRule:   strings.Repeat(string(rune('a'+i)), 8<<20),
+			policyresult.AttrPolicy: strings.Repeat("p", maxColumnValueBytes),
+		}, attributesOf(t, row))
+		assert.Equal(t, `"`+strings.Repeat(string(rune('k'+i)), 8<<20)+`"`, row[ColumnBody])
+	}
+}

@@ -69,6 +69,13 @@ var attrColumns = []attrColumn{
 	{policyresult.AttrDecisionID, kindString, false},
 }
 
+// maxColumnValueBytes is the longest string an attribute column holds; a longer value stays in ColumnAttributes.
+// Parquet keeps a column's smallest and largest value uncompressed in every page header and in the footer, so
+// a long value there would be stored several times over whatever the compression (an 8 MiB policy.rule made a
+// file of 50 MB); in the JSON column it is compressed once. The names these columns hold (Kubernetes names,
+// policy and rule names, CVE ids, package versions) are far shorter.
+const maxColumnValueBytes = 1024
+
 // ColumnName is the column of an attribute: its name with every character but a-z, 0-9 and _ turned into _
 // (policy.result becomes policy_result), so that engines and catalogs (Athena, Glue, Hive, Spark) accept it
 // unquoted. It is the name the s3 exporter gives a partition of the same attribute.
