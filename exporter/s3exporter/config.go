@@ -17,11 +17,12 @@ import (
 	"go.opentelemetry.io/collector/exporter/exporterhelper"
 )
 
-// Compression values.
+// Compression values. Snappy compresses the pages of Parquet objects only: few tools read snappy-framed JSON.
 const (
-	CompressionGzip = "gzip"
-	CompressionZstd = "zstd"
-	CompressionNone = "none"
+	CompressionGzip   = "gzip"
+	CompressionZstd   = "zstd"
+	CompressionNone   = "none"
+	CompressionSnappy = "snappy"
 )
 
 // Server-side encryption values, as S3 spells them in the x-amz-server-side-encryption header.
@@ -39,6 +40,9 @@ const maxPartSize = 5 << 30
 // Config of the s3 exporter.
 type Config struct {
 	S3Uploader S3UploaderConfig `mapstructure:"s3uploader"`
+	// Format of the objects: FormatNDJSON, one JSON line per record (pkg/recordjson), or FormatParquet, one row
+	// per record with a column per attribute that queries filter on (pkg/recordparquet).
+	Format string `mapstructure:"format"`
 	// PartitionAttributes add one Hive partition <name>=<value> per attribute, before the time partitions, so
 	// that queries filtering on them (a cluster, a policy engine) read only their objects. A record attribute of
 	// the name wins over a resource attribute of the same name, as in the line.
@@ -99,9 +103,14 @@ func (c *Config) Validate() error {
 	if _, err := parsePartitionFormat(u.S3PartitionFormat); err != nil {
 		errs = append(errs, fmt.Errorf("s3uploader::s3_partition_format: %w", err))
 	}
-	switch u.Compression {
-	case CompressionGzip, CompressionZstd, CompressionNone:
-	default:
+	switch {
+	case c.Format != FormatNDJSON && c.Format != FormatParquet:
+		errs = append(errs, fmt.Errorf("format must be %q or %q, got %q", FormatNDJSON, FormatParquet, c.Format))
+	case c.Format == FormatParquet && !slices.Contains([]string{CompressionZstd, CompressionSnappy, CompressionGzip, CompressionNone}, u.Compression):
+		errs = append(errs, fmt.Errorf("s3uploader::compression of format parquet (the pages') must be one of zstd, snappy, gzip, none, got %q", u.Compression))
+	case c.Format == FormatNDJSON && u.Compression == CompressionSnappy:
+		errs = append(errs, errors.New("s3uploader::compression snappy is for format parquet only: NDJSON objects are gzip, zstd or none"))
+	case c.Format == FormatNDJSON && !slices.Contains([]string{CompressionGzip, CompressionZstd, CompressionNone}, u.Compression):
 		errs = append(errs, fmt.Errorf("s3uploader::compression must be one of gzip, zstd, none, got %q", u.Compression))
 	}
 	if u.StorageClass != "" && !slices.Contains(types.StorageClass("").Values(), types.StorageClass(u.StorageClass)) {

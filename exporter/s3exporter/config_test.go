@@ -60,12 +60,22 @@ func TestLoadConfig(t *testing.T) {
 	noRegion.S3Uploader.Compression = CompressionNone
 	noRegion.S3Uploader.ServerSideEncryption = SSES3
 
+	parquet := createDefaultConfig().(*Config)
+	parquet.S3Uploader.Region = "us-east-1"
+	parquet.S3Uploader.S3Bucket = "policy-results"
+	parquet.S3Uploader.Compression = CompressionSnappy
+	parquet.Format = FormatParquet
+
 	for _, tt := range []struct {
 		name    string
 		want    *Config
 		wantErr string
 	}{
 		{name: "", want: defaults},
+		{name: "parquet", want: parquet},
+		{name: "bad_format", wantErr: `format must be "ndjson" or "parquet", got "orc"`},
+		{name: "snappy_ndjson", wantErr: "s3uploader::compression snappy is for format parquet only: NDJSON objects are gzip, zstd or none"},
+		{name: "parquet_lz4", wantErr: `s3uploader::compression of format parquet (the pages') must be one of zstd, snappy, gzip, none, got "lz4"`},
 		{name: "custom", want: custom},
 		{name: "endpoint_without_region", want: noRegion},
 		{name: "empty", wantErr: "s3uploader::s3_bucket must be set\n" +
@@ -109,6 +119,7 @@ func TestDefaultConfig(t *testing.T) {
 	cfg := createDefaultConfig().(*Config)
 	assert.Equal(t, "date=%Y-%m-%d/hour=%H", cfg.S3Uploader.S3PartitionFormat)
 	assert.Equal(t, CompressionGzip, cfg.S3Uploader.Compression)
+	assert.Equal(t, FormatNDJSON, cfg.Format)
 	assert.Equal(t, int64(16<<20), cfg.MultipartThreshold)
 	assert.Equal(t, int64(8<<20), cfg.MultipartPartSize)
 	assert.Equal(t, 128, cfg.PartitionValueMaxBytes)

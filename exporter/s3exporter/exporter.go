@@ -23,7 +23,6 @@ import (
 
 	"github.com/otelcol-policy/otelcol-policy/exporter/s3exporter/internal/metadata"
 	"github.com/otelcol-policy/otelcol-policy/internal/logsubset"
-	"github.com/otelcol-policy/otelcol-policy/pkg/recordjson"
 )
 
 type logsExporter struct {
@@ -31,7 +30,7 @@ type logsExporter struct {
 	logger    *zap.Logger
 	telemetry *metadata.TelemetryBuilder
 	layout    *keyLayout
-	codec     *codec
+	format    *objectFormat
 
 	// wrapClient lets tests observe the S3 requests.
 	wrapClient func(s3.HTTPClient) s3.HTTPClient
@@ -41,11 +40,11 @@ type logsExporter struct {
 }
 
 func newLogsExporter(cfg *Config, set exporter.Settings) (*logsExporter, error) {
-	c, err := newCodec(cfg.S3Uploader.Compression)
+	f, err := newFormat(cfg)
 	if err != nil {
 		return nil, err
 	}
-	layout, err := newKeyLayout(cfg, c.ext)
+	layout, err := newKeyLayout(cfg, f.ext)
 	if err != nil {
 		return nil, err
 	}
@@ -53,7 +52,7 @@ func newLogsExporter(cfg *Config, set exporter.Settings) (*logsExporter, error) 
 	if err != nil {
 		return nil, err
 	}
-	return &logsExporter{cfg: cfg, logger: set.Logger, telemetry: tb, layout: layout, codec: c}, nil
+	return &logsExporter{cfg: cfg, logger: set.Logger, telemetry: tb, layout: layout, format: f}, nil
 }
 
 func (e *logsExporter) start(ctx context.Context, _ component.Host) error {
@@ -80,9 +79,8 @@ func (e *logsExporter) addTransport(tr *http.Transport) {
 
 // partition is the part of a batch that goes into one object.
 type partition struct {
-	path  string
-	lines []byte
-	locs  []logsubset.Location
+	path string
+	locs []logsubset.Location
 }
 
 // consumeLogs writes one object per partition of the batch and returns once all are stored, or failed. An
@@ -95,21 +93,22 @@ type partition struct {
 func (e *logsExporter) consumeLogs(ctx context.Context, ld plog.Logs) error {
 	parts := e.split(ctx, ld)
 	n := ld.LogRecordCount()
-	var body []byte
+	var buf objectBuffers
 	var dropped droppedObjects
 	stored := 0
 	for i, p := range parts {
-		key := e.layout.key(p.path, p.lines)
-		var err error
-		if body, err = e.codec.compress(body[:0], p.lines); err == nil {
-			err = e.uploader.put(ctx, key, body, e.codec)
+		body, sum, err := e.format.encode(&buf, ld, p.locs)
+		if err != nil {
+			// The same records would fail the same way on every attempt.
+			dropped.add(fmt.Errorf("encoding the object of %d records under %s: %w", len(p.locs), p.path, err), len(p.locs))
+			continue
 		}
-		if err == nil {
+		key := e.layout.key(p.path, sum)
+		if err = e.uploader.put(ctx, key, body, e.format); err == nil {
 			stored += len(p.locs)
 			e.telemetry.ExporterS3Objects.Add(ctx, 1)
 			e.telemetry.ExporterS3Bytes.Add(ctx, int64(len(body)))
-			e.logger.Debug("Uploaded object", zap.String("key", key), zap.Int("bytes", len(body)),
-				zap.Int("uncompressed_bytes", len(p.lines)))
+			e.logger.Debug("Uploaded object", zap.String("key", key), zap.Int("bytes", len(body)), zap.Int("records", len(p.locs)))
 			continue
 		}
 		err = classify(err, e.cfg.S3Uploader.S3Bucket, key)
@@ -169,8 +168,8 @@ func (d *droppedObjects) add(err error, records int) {
 
 func (d *droppedObjects) join() error { return errors.Join(d.errs...) }
 
-// split renders the batch as JSON lines, grouped by partition in the order partitions first appear, so that the
-// same batch always gives the same objects.
+// split groups the records of the batch by partition, in the order partitions first appear and the records'
+// order within each, so that the same batch always gives the same objects.
 func (e *logsExporter) split(ctx context.Context, ld plog.Logs) []*partition {
 	var parts []*partition
 	byPath := map[string]*partition{}
@@ -189,8 +188,6 @@ func (e *logsExporter) split(ctx context.Context, ld plog.Logs) []*partition {
 					byPath[p.path] = p
 					parts = append(parts, p)
 				}
-				p.lines = recordjson.Append(p.lines, res, lr)
-				p.lines = append(p.lines, '\n')
 				p.locs = append(p.locs, logsubset.Location{RI: ri, SI: si, LI: li})
 			}
 		}

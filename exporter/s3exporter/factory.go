@@ -43,6 +43,7 @@ func createDefaultConfig() component.Config {
 			S3PartitionFormat: defaultPartitionFormat,
 			Compression:       CompressionGzip,
 		},
+		Format:                 FormatNDJSON,
 		PartitionValueMaxBytes: defaultPartitionValueMaxBytes,
 		MultipartThreshold:     defaultMultipartThreshold,
 		MultipartPartSize:      defaultMultipartPartSize,

@@ -137,7 +137,7 @@ func addDecisions(ld plog.Logs, cluster string, ts time.Time, ids ...string) {
 	}
 }
 
-// object is a stored object, decompressed.
+// object is a stored object, decompressed; a Parquet file as stored.
 type object struct {
 	key             string
 	size            int64
@@ -209,7 +209,7 @@ func decompressObject(key string, raw []byte) ([]byte, error) {
 		return io.ReadAll(r)
 	case ".zst":
 		return zstdDecoder().DecodeAll(raw, nil)
-	case ".jsonl":
+	case ".jsonl", ".parquet":
 		return raw, nil
 	}
 	return nil, fmt.Errorf("unexpected object %s", key)

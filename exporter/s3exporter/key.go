@@ -18,6 +18,7 @@ import (
 	"go.opentelemetry.io/collector/pdata/plog"
 
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+	"github.com/otelcol-policy/otelcol-policy/pkg/recordparquet"
 )
 
 // NullPartition is the value of an attribute partition when the record has no such attribute or an empty one.
@@ -34,7 +35,7 @@ const keyHashLen = 32
 const (
 	maxKeyBytes     = 1024
 	maxSegmentBytes = 255
-	// maxExtLen is the longest object name extension, ".jsonl.zst".
+	// maxExtLen is the longest object name extension, ".jsonl.zst" (".parquet" is shorter).
 	maxExtLen = len(".jsonl.zst")
 )
 
@@ -141,16 +142,9 @@ func appendInt(dst []byte, v, width int) []byte {
 }
 
 // partitionName turns an attribute name into a partition column name the engines accept unquoted: lower case
-// letters, digits and underscores (k8s.cluster.name becomes k8s_cluster_name).
-func partitionName(attr string) string {
-	b := []byte(strings.ToLower(attr))
-	for i, c := range b {
-		if (c < 'a' || c > 'z') && (c < '0' || c > '9') && c != '_' {
-			b[i] = '_'
-		}
-	}
-	return string(b)
-}
+// letters, digits and underscores (k8s.cluster.name becomes k8s_cluster_name). It is the attribute's column in
+// Parquet objects, so that a partition and the column holding the same value share a name.
+func partitionName(attr string) string { return recordparquet.ColumnName(attr) }
 
 // appendPartitionValue appends v as an attribute partition's value of at most max bytes. It percent-encodes
 // every byte but letters, digits and "-._", so that a value can neither add a path segment ("/") nor be
@@ -286,9 +280,8 @@ func (l *keyLayout) appendPartition(dst []byte, res pcommon.Resource, lr plog.Lo
 	return l.timeFormat.append(dst, ts.AsTime().UTC()), shortened
 }
 
-// key names the object holding lines in partition: the hash of the uncompressed lines makes a retried upload
-// of the same batch overwrite its first attempt, whatever the compressor's output.
-func (l *keyLayout) key(partition string, lines []byte) string {
-	sum := sha256.Sum256(lines)
+// key names the object of partition by the SHA-256 of its records' JSON lines (objectFormat.encode): a retried
+// upload of the same batch overwrites its first attempt, whatever the format and the compressor's output.
+func (l *keyLayout) key(partition string, sum [sha256.Size]byte) string {
 	return l.prefix + partition + "/" + hex.EncodeToString(sum[:])[:keyHashLen] + l.ext
 }

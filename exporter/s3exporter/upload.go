@@ -59,16 +59,16 @@ func newUploader(ctx context.Context, cfg *Config, httpClient config.HTTPClient,
 	return &uploader{client: client, threshold: cfg.MultipartThreshold, partSize: cfg.MultipartPartSize, cfg: u}, nil
 }
 
-func (u *uploader) put(ctx context.Context, key string, body []byte, c *codec) error {
+func (u *uploader) put(ctx context.Context, key string, body []byte, f *objectFormat) error {
 	in := &s3.PutObjectInput{
 		Bucket:        aws.String(u.cfg.S3Bucket),
 		Key:           aws.String(key),
 		Body:          bytes.NewReader(body),
 		ContentLength: aws.Int64(int64(len(body))),
-		ContentType:   aws.String(contentType),
+		ContentType:   aws.String(f.contentType),
 	}
-	if c.contentEncoding != "" {
-		in.ContentEncoding = aws.String(c.contentEncoding)
+	if f.contentEncoding != "" {
+		in.ContentEncoding = aws.String(f.contentEncoding)
 	}
 	if u.cfg.StorageClass != "" {
 		in.StorageClass = types.StorageClass(u.cfg.StorageClass)

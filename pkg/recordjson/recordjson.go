@@ -8,6 +8,7 @@ package recordjson // import "github.com/otelcol-policy/otelcol-policy/pkg/recor
 
 import (
 	"encoding/base64"
+	"iter"
 	"math"
 	"strconv"
 	"time"
@@ -117,6 +118,18 @@ func appendTime(dst []byte, ts pcommon.Timestamp) []byte {
 // AppendValue appends v as JSON, in the encoding of the line's values: map keys in their order, bytes as
 // base64, non-finite doubles as strings.
 func AppendValue(dst []byte, v pcommon.Value) []byte { return appendValue(dst, v) }
+
+// AppendObject appends attrs as one JSON object, members in the order attrs yields them, values as AppendValue
+// writes them: the Parquet format keeps the attributes that have no column of their own so.
+func AppendObject(dst []byte, attrs iter.Seq2[string, pcommon.Value]) []byte {
+	open := len(dst)
+	dst = append(dst, '{')
+	for k, v := range attrs {
+		dst = appendKey(dst, open, k)
+		dst = appendValue(dst, v)
+	}
+	return append(dst, '}')
+}
 
 // appendValue writes v as the JSON value of its type: bytes as base64, non-finite doubles as strings (JSON has
 // no NaN), an empty value as null.

@@ -107,3 +107,13 @@ func BenchmarkAppend(b *testing.B) {
 	}
 	b.SetBytes(int64(len(buf)))
 }
+
+func TestAppendObject(t *testing.T) {
+	m := pcommon.NewMap()
+	m.PutStr("policy.message", `say "no"`)
+	m.PutInt("policy.checks.failed", 3)
+	m.PutEmptySlice("policy.decision.messages").AppendEmpty().SetStr("denied")
+	assert.Equal(t, `x{"policy.message":"say \"no\"","policy.checks.failed":3,"policy.decision.messages":["denied"]}`,
+		string(AppendObject([]byte("x"), m.All())))
+	assert.Equal(t, `{}`, string(AppendObject(nil, pcommon.NewMap().All())))
+}

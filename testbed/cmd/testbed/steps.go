@@ -74,6 +74,8 @@ var benchSteps = []benchStep{
 	{Name: "kafka", Pkg: "./exporter/kafkaexporter/", Bench: "^BenchmarkKafkaExport$", Args: count, Timeout: 10 * time.Minute, About: 35 * time.Second},
 	{Name: "resultsserver-ingest", Pkg: "./results-server/server/", Bench: "^BenchmarkIngest$", Args: []string{"-benchtime", "50x", "-count", "3"}, Timeout: 10 * time.Minute, About: 100 * time.Second},
 	{Name: "resultsserver-pages", Pkg: "./results-server/server/", Bench: "^BenchmarkFailingPage$", Args: []string{"-benchtime", "20x", "-count", "3"}, Timeout: 20 * time.Minute, About: 7 * time.Minute},
+	// Once, three queries each: writing 1,000,000 records in both formats takes longer than the queries.
+	{Name: "s3query", Pkg: "./testbed/s3query/", Bench: "^BenchmarkS3Query$", Args: []string{"-benchtime", "3x", "-count", "1"}, Runs: 1, Timeout: 30 * time.Minute, About: 3 * time.Minute},
 	{Name: "resultsgrpc", Pkg: "./testbed/resultsgrpc/", Bench: "^BenchmarkResultsGRPC$", Args: []string{"-benchtime", "10x", "-count", "3"}, Timeout: 10 * time.Minute, About: 90 * time.Second},
 	{Name: "decisionlogs", Pkg: "./testbed/decisionlogs/", Bench: "^BenchmarkDecisionLogs$", Args: []string{"-benchtime", "1x", "-count", "3"}, Timeout: 10 * time.Minute, About: 35 * time.Second},
 	{Name: "gatekeeperexport", Pkg: "./testbed/decisionlogs/", Bench: "^BenchmarkGatekeeperExport$", Args: []string{"-benchtime", "1x", "-count", "3"}, Timeout: 10 * time.Minute, About: 45 * time.Second},

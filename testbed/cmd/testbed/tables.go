@@ -48,8 +48,16 @@ var (
 	perSecond   = measure{Unit: "records/s"}
 	perRecord   = measure{Unit: "bytes/record", Label: "bytes per record"}
 	micros      = measure{Unit: "ns/op", Label: "µs per op", Scale: 0.001}
+	perBatch    = measure{Unit: "B/op", Label: "MB allocated per batch", Scale: 1e-6}
 	allocations = measure{Unit: "allocs/op", Label: "allocations per op"}
 )
+
+// s3QueryMeasures are the figures of one format of BenchmarkS3Query.
+var s3QueryMeasures = []measure{
+	{Unit: "bytes/result", Label: "bytes per result"},
+	{Unit: "findings-ms", Label: "\"CVSS ≥ 8 with a fix, per cluster\" (ms)"},
+	{Unit: "failing-ms", Label: "\"failing results per policy\" (ms)"},
+}
 
 // ratio is a/b of one run's metrics.
 func ratio(a, b string) func(m map[string]float64) (float64, bool) {
@@ -96,9 +104,11 @@ var tables = []table{
 			"MinIO (single drive, local disk) and the kfake broker run on the same cores. The contrib `file` exporter writes the same " +
 			"batches in the same benchmark run. Bytes per record: stored in MinIO or on disk, on the wire for Kafka.",
 		Rows: []row{
-			{"`s3`, JSON lines, gzip", "s3", "BenchmarkS3Export/s3/gzip", []measure{perSecond, perRecord}},
-			{"`s3`, JSON lines, zstd", "s3", "BenchmarkS3Export/s3/zstd", []measure{perSecond, perRecord}},
-			{"`s3`, JSON lines, none", "s3", "BenchmarkS3Export/s3/none", []measure{perSecond, perRecord}},
+			{"`s3`, JSON lines, gzip", "s3", "BenchmarkS3Export/s3/gzip", []measure{perSecond, perRecord, perBatch}},
+			{"`s3`, JSON lines, zstd", "s3", "BenchmarkS3Export/s3/zstd", []measure{perSecond, perRecord, perBatch}},
+			{"`s3`, JSON lines, none", "s3", "BenchmarkS3Export/s3/none", []measure{perSecond, perRecord, perBatch}},
+			{"`s3`, Parquet, zstd", "s3", "BenchmarkS3Export/s3/parquet+zstd", []measure{perSecond, perRecord, perBatch}},
+			{"`s3`, Parquet, snappy", "s3", "BenchmarkS3Export/s3/parquet+snappy", []measure{perSecond, perRecord, perBatch}},
 			{"contrib `file`, OTLP JSON (s3 run)", "s3", "BenchmarkS3Export/file/json", []measure{perSecond, perRecord}},
 			{"contrib `file`, OTLP JSON, zstd (s3 run)", "s3", "BenchmarkS3Export/file/json+zstd", []measure{perSecond, perRecord}},
 			{"`kafka`, json, none", "kafka", "BenchmarkKafkaExport/kafka/json/none", []measure{perSecond, perRecord}},
@@ -109,6 +119,18 @@ var tables = []table{
 			{"`kafka`, otlp_proto, zstd", "kafka", "BenchmarkKafkaExport/kafka/otlp_proto/zstd", []measure{perSecond, perRecord}},
 			{"contrib `file`, OTLP JSON (kafka run)", "kafka", "BenchmarkKafkaExport/file/json", []measure{perSecond, perRecord}},
 			{"contrib `file`, OTLP JSON, zstd (kafka run)", "kafka", "BenchmarkKafkaExport/file/json+zstd", []measure{perSecond, perRecord}},
+		},
+	},
+	{
+		Title: "`s3` objects queried by DuckDB",
+		About: "1,000,000 records (800,000 kyverno Pod Security Standards and trivy vulnerability results in 3 clusters, then a later " +
+			"record of 200,000 of them: changed or resolved) through the `s3` exporter in batches of 10,000 into MinIO, partitioned by " +
+			"cluster and hour; copied to local disk (DuckDB's `httpfs` extension cannot be downloaded here) and read by DuckDB as a " +
+			"library, on the same 2 cores. Each query reads every object, keeps the latest record of each result and is checked against " +
+			"the input; its time is the mean of 3 runs.",
+		Rows: []row{
+			{"JSON lines, gzip", "s3query", "BenchmarkS3Query/ndjson-gzip", s3QueryMeasures},
+			{"Parquet, zstd", "s3query", "BenchmarkS3Query/parquet-zstd", s3QueryMeasures},
 		},
 	},
 	{
