@@ -96,12 +96,12 @@ demo-stop:
 
 ## test: every unit and integration test of every module; the end-to-end tests run the binary that `build` made
 test: build test-servers
-	for m in $(MODULES); do (cd $$m && GOWORK=off OTELCOL_POLICY_BIN=$(CURDIR)/$(BIN) CACHE_DIR=$(CACHE_DIR) \
-	  $(GO) test $(GO_TEST_FLAGS) ./...); done
+	st=0; for m in $(MODULES); do (cd $$m && GOWORK=off OTELCOL_POLICY_BIN=$(CURDIR)/$(BIN) CACHE_DIR=$(CACHE_DIR) \
+	  $(GO) test $(GO_TEST_FLAGS) ./...) || st=1; done; exit $$st
 
 ## test-unit: the tests that need no binary and no server, of every module
 test-unit:
-	for m in $(MODULES); do (cd $$m && GOWORK=off $(GO) test $(GO_TEST_FLAGS) -short ./...); done
+	st=0; for m in $(MODULES); do (cd $$m && GOWORK=off $(GO) test $(GO_TEST_FLAGS) -short ./...) || st=1; done; exit $$st
 
 ## bench-k8sreports: initial sync of 10,000 PolicyReports and a burst of 1,000 changes, in the real binary
 ## against a real API server, for three setups (persistent queue, with GOMEMLIMIT=100MiB, in-memory queue);
@@ -129,7 +129,7 @@ SHELL_SCRIPTS = $(shell find . \( -name .git -o -name _build -o -name data -o -n
 ## lint: golangci-lint with .golangci.yml (gofmt, goimports, go vet, staticcheck, errcheck, gosec, the SPDX header,
 ## ...), installed at the pinned version under the cache; shellcheck (Debian's package) on every shell script
 lint: $(GOLANGCI_LINT)
-	for m in $(MODULES); do (cd $$m && GOWORK=off $(GOLANGCI_LINT) run ./...); done
+	st=0; for m in $(MODULES); do (cd $$m && GOWORK=off $(GOLANGCI_LINT) run ./...) || st=1; done; exit $$st
 	command -v shellcheck >/dev/null || hack/apt-install.sh shellcheck
 	shellcheck -x --source-path=SCRIPTDIR $(SHELL_SCRIPTS)
 
@@ -142,7 +142,7 @@ $(TOOLS_BIN)/protoc-gen-go-grpc-$(PROTOC_GEN_GO_GRPC_VERSION)/protoc-gen-go-grpc
 ## generate: regenerate the committed generated code: mdatagen (from the tools module in internal/tools) for
 ## every metadata.yaml, protoc for every .proto under proto/
 generate: $(PROTOC_PLUGINS)
-	for m in $(METADATA); do (cd internal/tools && GOWORK=off $(GO) tool mdatagen $(CURDIR)/$$m); done
+	for m in $(METADATA); do (cd internal/tools && GOWORK=off $(GO) tool mdatagen $(CURDIR)/$$m) || exit 1; done
 	command -v protoc >/dev/null || hack/apt-install.sh protobuf-compiler
 	PATH=$(subst $(space),:,$(dir $(PROTOC_PLUGINS))):$$PATH protoc -I proto -I /usr/include \
 	  --go_out=. --go_opt=module=github.com/otelcol-policy/otelcol-policy \
@@ -150,7 +150,7 @@ generate: $(PROTOC_PLUGINS)
 
 ## tidy: go mod tidy in every module (GOWORK=off: each on its own go.mod)
 tidy:
-	for m in $(GO_MODULES); do (cd $$m && GOWORK=off $(GO) mod tidy); done
+	for m in $(GO_MODULES); do (cd $$m && GOWORK=off $(GO) mod tidy) || exit 1; done
 
 ## checks: what CI checks besides the tests (.ci/run): lint, generated code current, every module tidy
 checks: lint check-generate check-tidy
