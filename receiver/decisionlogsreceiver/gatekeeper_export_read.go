@@ -21,6 +21,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/otelcol-policy/otelcol-policy/internal/jsonscan"
+	"github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver/internal/decode"
 )
 
 // readFile reads one complete file from where the pipeline last accepted it to its end, holding the file's
@@ -177,12 +178,12 @@ func (rd *gkRead) decodeLines(f io.Reader, h *gkHandover) (bool, error) {
 }
 
 // keep filters an audit run's violations to the changes (audit_changes) and marks them; every event otherwise.
-func (rd *gkRead) keep(ev *decoded) bool {
+func (rd *gkRead) keep(ev *decode.Event) bool {
 	if rd.changes == nil {
 		return true
 	}
 	st, changed := rd.changes.state(ev)
-	ev.state = st
+	ev.State = st
 	return changed
 }
 
@@ -301,10 +302,10 @@ func (h *gkHandover) wait() bool {
 
 // decodeExportLine decodes a line of an export file; the start and completion markers of an audit run are no
 // decision.
-func decodeExportLine(raw []byte) (decoded, error) {
-	ev, err := decodeGatekeeper(raw)
+func decodeExportLine(raw []byte) (decode.Event, error) {
+	ev, err := decode.Gatekeeper(raw)
 	if err != nil && isAuditMarker(raw) {
-		return decoded{}, errNotDecision
+		return decode.Event{}, decode.ErrNotDecision
 	}
 	return ev, err
 }

@@ -1,7 +1,7 @@
 // Copyright The otelcol-policy Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package decisionlogsreceiver // import "github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver"
+package decode // import "github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver/internal/decode"
 
 import (
 	"errors"
@@ -11,16 +11,16 @@ import (
 	"github.com/otelcol-policy/otelcol-policy/internal/jsonscan"
 )
 
-// errNotDecision marks events that are well formed but are no decision, such as Gatekeeper's audit_started or
+// ErrNotDecision marks events that are well formed but are no decision, such as Gatekeeper's audit_started or
 // constraint_audited log lines, so that a caller tailing a mixed log can skip them instead of counting them as
 // malformed.
-var errNotDecision = errors.New("not a decision event")
+var ErrNotDecision = errors.New("not a decision event")
 
-// notDecisionError is an errNotDecision with a message of its own.
+// notDecisionError is an ErrNotDecision with a message of its own.
 type notDecisionError string
 
 func (e notDecisionError) Error() string      { return string(e) }
-func (notDecisionError) Is(target error) bool { return target == errNotDecision }
+func (notDecisionError) Is(target error) bool { return target == ErrNotDecision }
 
 // fieldTypeError says what a field holds instead of what it should.
 func fieldTypeError(field, want string, v []byte) error {

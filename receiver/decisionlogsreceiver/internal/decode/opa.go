@@ -1,7 +1,7 @@
 // Copyright The otelcol-policy Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package decisionlogsreceiver // import "github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver"
+package decode // import "github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver/internal/decode"
 
 import (
 	"math"
@@ -16,28 +16,28 @@ const sourceOPA = "opa"
 // inputPath is where OPA events, and the others by default, carry their input.
 var inputPath = []string{"input"}
 
-// decodeOPA decodes one event of OPA's decision log. The body and input share raw's bytes where they can, so
+// OPA decodes one event of OPA's decision log. The body and input share raw's bytes where they can, so
 // the caller must not reuse raw.
-func decodeOPA(raw []byte) (decoded, error) {
+func OPA(raw []byte) (Event, error) {
 	var buf [jsonscan.StackMembers]jsonscan.Member
 	obj, ms, err := jsonscan.Object(raw, buf[:0])
 	if err != nil {
-		return decoded{}, err
+		return Event{}, err
 	}
 	return opaDecision(obj, ms)
 }
 
-func opaDecision(obj []byte, ms jsonscan.Members) (decoded, error) {
+func opaDecision(obj []byte, ms jsonscan.Members) (Event, error) {
 	e := readOPA(obj, ms)
-	return e.decode(ms)
+	return e.Decode(ms)
 }
 
-// opaSummary is an OPA event as its scan leaves it for the decoder: where the values the decoder reads are, what
+// OPASummary is an OPA event as its scan leaves it for the decoder: where the values the decoder reads are, what
 // the body and the input cost as pdata, and what to cut out of the event to make the body. An upload's scan
 // keeps one per event until the whole upload is known to be valid, so it is small, of fixed size and holds no
 // member list (112 bytes: at most 1.1 MB at the default max_events_per_request); the few events it cannot
 // describe are scanned again when decoded.
-type opaSummary struct {
+type OPASummary struct {
 	obj []byte
 	// The values of the last member of each name, as encoding/json takes them; zero when absent.
 	id, path, result, input, timestamp span
@@ -68,8 +68,8 @@ func (s span) of(obj []byte) []byte {
 }
 
 // readOPA describes event obj, whose members are ms, in one pass over the members.
-func readOPA(obj []byte, ms jsonscan.Members) opaSummary {
-	e := opaSummary{obj: obj}
+func readOPA(obj []byte, ms jsonscan.Members) OPASummary {
+	e := OPASummary{obj: obj}
 	if len(obj) > math.MaxInt32 {
 		e.body, _ = ms.SizeWithout("input")
 		e.rescan = true
@@ -125,20 +125,20 @@ func readOPA(obj []byte, ms jsonscan.Members) opaSummary {
 
 func stringOrNull(v []byte) bool { return v[0] == '"' || string(v) == "null" }
 
-// decode decodes the event; ms are its members, or nil when the caller has not kept them.
-func (e *opaSummary) decode(ms jsonscan.Members) (decoded, error) {
+// Decode decodes the event; ms are its members, or nil when the caller has not kept them.
+func (e *OPASummary) Decode(ms jsonscan.Members) (Event, error) {
 	if e.rescan && ms == nil {
-		return decodeOPA(e.obj)
+		return OPA(e.obj)
 	}
 	id, path, result := e.id.of(e.obj), e.path.of(e.obj), e.result.of(e.obj)
 	input, timestamp := e.input.of(e.obj), e.timestamp.of(e.obj)
-	var ev decoded
+	var ev Event
 	if e.rescan {
 		for i := range ms {
 			m := &ms[i]
 			if name := string(m.Name()); name == "decision_id" || name == "path" {
 				if _, err := stringField(name, m.Value); err != nil {
-					return decoded{}, err
+					return Event{}, err
 				}
 			}
 		}
@@ -149,12 +149,12 @@ func (e *opaSummary) decode(ms jsonscan.Members) (decoded, error) {
 		timestamp, _ = ms.Lookup("timestamp")
 		ev = withoutInput(e.obj, ms, inputPath)
 	} else {
-		ev = decoded{body: e.obj, input: nonNullJSON(input), bodySize: e.body, inputSize: e.inputSize}
+		ev = Event{Body: e.obj, Input: nonNullJSON(input), BodySize: e.body, InputSize: e.inputSize}
 		if e.cut != (span{}) {
 			// Sized exactly: the body outlives the event's bytes, and a large input cut out must not stay
 			// allocated as the body's spare capacity.
 			body := make([]byte, 0, len(e.obj)-int(e.cut.end-e.cut.start))
-			ev.body = append(append(body, e.obj[:e.cut.start]...), e.obj[e.cut.end:]...)
+			ev.Body = append(append(body, e.obj[:e.cut.start]...), e.obj[e.cut.end:]...)
 		}
 	}
 	d := policyresult.Decision{Source: sourceOPA, Kind: policyresult.DecisionKindQuery}
@@ -166,7 +166,7 @@ func (e *opaSummary) decode(ms jsonscan.Members) (decoded, error) {
 		d.Policy, _ = stringField("path", path)
 	}
 	if d.Timestamp, err = opaTimestamp(timestamp); err != nil {
-		return decoded{}, err
+		return Event{}, err
 	}
 	d.Allowed, d.Messages = opaResult(result)
 	if d.Allowed != nil && !*d.Allowed {
@@ -177,7 +177,7 @@ func (e *opaSummary) decode(ms jsonscan.Members) (decoded, error) {
 		// OPA always sends one; an event without is hashed so that redeliveries still collapse.
 		d.ID = policyresult.ContentDecisionID(sourceOPA, d.Policy, string(timestamp), string(result), string(input))
 	}
-	ev.decision = d
+	ev.Decision = d
 	return ev, nil
 }
 

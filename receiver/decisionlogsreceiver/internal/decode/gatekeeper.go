@@ -1,7 +1,7 @@
 // Copyright The otelcol-policy Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package decisionlogsreceiver // import "github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver"
+package decode // import "github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver/internal/decode"
 
 import (
 	"fmt"
@@ -14,15 +14,15 @@ import (
 
 const sourceGatekeeper = "gatekeeper"
 
-// decodeGatekeeper decodes a Gatekeeper violation: an export message (camelCase, the pubsub and disk export
+// Gatekeeper decodes a Gatekeeper violation: an export message (camelCase, the pubsub and disk export
 // backends) or one of Gatekeeper's JSON log lines for violations (snake_case, --log-denies and audit logs).
 // Both spellings are read in one pass, as the keys do not overlap. The body shares raw's bytes where it can,
 // so the caller must not reuse raw.
-func decodeGatekeeper(raw []byte) (decoded, error) {
+func Gatekeeper(raw []byte) (Event, error) {
 	var buf [jsonscan.StackMembers]jsonscan.Member
 	obj, ms, err := jsonscan.Object(raw, buf[:0])
 	if err != nil {
-		return decoded{}, err
+		return Event{}, err
 	}
 	return gatekeeperDecision(obj, ms)
 }
@@ -40,17 +40,17 @@ type gatekeeperEvent struct {
 	timestamp, evaluationTimestamp, ts               []byte
 }
 
-func gatekeeperDecision(obj []byte, ms jsonscan.Members) (decoded, error) {
+func gatekeeperDecision(obj []byte, ms jsonscan.Members) (Event, error) {
 	var g gatekeeperEvent
 	for i := range ms {
 		if err := g.read(&ms[i]); err != nil {
-			return decoded{}, err
+			return Event{}, err
 		}
 	}
 	d := policyresult.Decision{Source: sourceGatekeeper}
 	var err error
 	if d.Kind, err = g.decisionKind(); err != nil {
-		return decoded{}, err
+		return Event{}, err
 	}
 	d.Policy, d.Rule = g.kind, g.name
 	d.Action = policyresult.ParseAction(g.action)
@@ -81,7 +81,7 @@ func gatekeeperDecision(obj []byte, ms jsonscan.Members) (decoded, error) {
 		UID:        g.rUID,
 	}
 	if d.Timestamp, err = g.time(); err != nil {
-		return decoded{}, err
+		return Event{}, err
 	}
 	// The id of an audit message is the audit run's timestamp, shared by all its violations, so the ID is
 	// derived from what tells violations apart. The audit log line's audit_id is the same timestamp, so a
@@ -92,7 +92,7 @@ func gatekeeperDecision(obj []byte, ms jsonscan.Members) (decoded, error) {
 	}
 	d.ID = policyresult.ContentDecisionID(d.Kind, when, d.Policy, d.Rule, g.rGroup, g.rKind, g.rNamespace, g.rName, firstNonEmpty(d.Messages...))
 	ev := withoutInput(obj, ms, inputPath)
-	ev.decision = d
+	ev.Decision = d
 	return ev, nil
 }
 

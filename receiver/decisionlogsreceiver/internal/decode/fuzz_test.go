@@ -1,7 +1,7 @@
 // Copyright The otelcol-policy Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package decisionlogsreceiver
+package decode
 
 import (
 	"bytes"
@@ -23,17 +23,17 @@ import (
 
 func FuzzDecodeOPA(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		got, err := decodeOPA(raw)
+		got, err := OPA(raw)
 		checkDecoded(t, raw, got, err, inputPath)
 		if err == nil {
-			checkOPAReference(t, raw, got.decision)
+			checkOPAReference(t, raw, got.Decision)
 			// Cut or rebuilt, the body is the same bytes.
 			obj, ms, _ := jsonscan.Object(raw, nil)
 			want, _ := jsonscan.WithoutPath(obj, ms, inputPath)
-			require.Equal(t, string(want), string(got.body))
+			require.Equal(t, string(want), string(got.Body))
 		}
-		// An upload's scan keeps only a summary of each event, and decodes it as decodeOPA does.
-		events, splitErr := splitEvents(append(append([]byte("["), raw...), ']'), 1)
+		// An upload's scan keeps only a summary of each event, and decodes it as OPA does.
+		events, splitErr := SplitEvents(append(append([]byte("["), raw...), ']'), 1)
 		if splitErr != nil || len(events) != 1 {
 			if err == nil {
 				// Only the array's own level can make a decodable event too deep for an upload.
@@ -41,7 +41,7 @@ func FuzzDecodeOPA(f *testing.F) {
 			}
 			return
 		}
-		fromUpload, uploadErr := events[0].decode(nil)
+		fromUpload, uploadErr := events[0].Decode(nil)
 		if err != nil {
 			require.EqualError(t, uploadErr, err.Error())
 			return
@@ -129,7 +129,7 @@ func checkOPAReference(t *testing.T, raw []byte, got policyresult.Decision) {
 
 func FuzzDecodeGatekeeper(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		got, err := decodeGatekeeper(raw)
+		got, err := Gatekeeper(raw)
 		checkDecoded(t, raw, got, err, inputPath)
 	})
 }
@@ -139,8 +139,8 @@ func FuzzDecodeGeneric(f *testing.F) {
 		Policy: "decision.policy", Allowed: "decision.allowed", Message: "decision.message", Timestamp: "ts",
 		User: "ctx.caller", Input: "ctx.input",
 	}
-	byDefault := newGenericDecoder(GenericMapping{ID: "id", Policy: "policy"})
-	byPayments, byNested := newGenericDecoder(paymentsMapping), newGenericDecoder(nested)
+	byDefault := NewGeneric(GenericMapping{ID: "id", Policy: "policy"})
+	byPayments, byNested := NewGeneric(paymentsMapping), NewGeneric(nested)
 	f.Fuzz(func(t *testing.T, raw []byte) {
 		got, err := byDefault(raw)
 		checkDecoded(t, raw, got, err, inputPath)
@@ -153,7 +153,7 @@ func FuzzDecodeGeneric(f *testing.F) {
 
 func FuzzDecodeAuto(f *testing.F) {
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		got, err := decodeAuto(raw)
+		got, err := Auto(raw)
 		checkDecoded(t, raw, got, err, inputPath)
 
 		// The OPA readers trust that scanning validated their input; on anything else they may read nonsense,
@@ -166,17 +166,17 @@ func FuzzDecodeAuto(f *testing.F) {
 
 // checkDecoded holds every decoder to its contract: no panic (the fuzzer catches those), and on success a body
 // that is the event, as a JSON object, minus what is at inputPath, which is the input.
-func checkDecoded(t *testing.T, raw []byte, got decoded, err error, inputPath []string) {
+func checkDecoded(t *testing.T, raw []byte, got Event, err error, inputPath []string) {
 	t.Helper()
 	if err != nil {
 		require.NotEmpty(t, err.Error())
 		return
 	}
-	require.True(t, json.Valid(got.body), "body %q", got.body)
-	body := unmarshalUseNumber(t, got.body).(map[string]any)
+	require.True(t, json.Valid(got.Body), "body %q", got.Body)
+	body := unmarshalUseNumber(t, got.Body).(map[string]any)
 	event := unmarshalUseNumber(t, raw).(map[string]any)
 	if _, ok := body[inputPath[0]]; ok && len(inputPath) == 1 {
-		t.Fatalf("the body has a top-level %q: %q", inputPath[0], got.body)
+		t.Fatalf("the body has a top-level %q: %q", inputPath[0], got.Body)
 	}
 	// What was removed is what the input is, and nothing else.
 	var wantInput any
@@ -196,24 +196,24 @@ func checkDecoded(t *testing.T, raw []byte, got decoded, err error, inputPath []
 		}
 	}
 	require.Equal(t, event, body)
-	if got.input == nil {
+	if got.Input == nil {
 		require.Nil(t, wantInput)
 	} else {
-		require.True(t, json.Valid(got.input), "input %q", got.input)
-		require.Equal(t, wantInput, unmarshalUseNumber(t, got.input))
+		require.True(t, json.Valid(got.Input), "input %q", got.Input)
+		require.Equal(t, wantInput, unmarshalUseNumber(t, got.Input))
 	}
-	d := got.decision
+	d := got.Decision
 	for _, s := range append([]string{d.ID, d.Kind, d.Source, d.Policy, d.Rule, string(d.Action), d.Operation, d.User,
 		d.Resource.APIVersion, d.Resource.Kind, d.Resource.Namespace, d.Resource.Name, d.Resource.UID}, d.Messages...) {
 		require.True(t, utf8.ValidString(s), "%q is not UTF-8", s)
 	}
 	require.NotEmpty(t, d.ID)
 	// The sizes the scan counted are what measuring the body and the input gives, where the decoder kept them.
-	if got.bodySize != (jsonscan.Size{}) {
-		require.Equal(t, jsonscan.Measure(got.body, len(got.body)), got.bodySize)
+	if got.BodySize != (jsonscan.Size{}) {
+		require.Equal(t, jsonscan.Measure(got.Body, len(got.Body)), got.BodySize)
 	}
-	if got.input != nil && got.inputSize != (jsonscan.Size{}) {
-		require.Equal(t, jsonscan.Measure(got.input, len(got.input)), got.inputSize)
+	if got.Input != nil && got.InputSize != (jsonscan.Size{}) {
+		require.Equal(t, jsonscan.Measure(got.Input, len(got.Input)), got.InputSize)
 	}
 	if !d.Timestamp.IsZero() {
 		require.Equal(t, d.Timestamp, time.Unix(0, d.Timestamp.UnixNano()).UTC(), "not representable in a record")

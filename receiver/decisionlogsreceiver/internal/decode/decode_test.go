@@ -1,7 +1,7 @@
 // Copyright The otelcol-policy Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package decisionlogsreceiver
+package decode
 
 import (
 	"os"
@@ -21,14 +21,14 @@ func fixture(t testing.TB, name string) []byte {
 }
 
 // requireDecoded checks a decoded event against its expected decision, body and input (JSON, "" for none).
-func requireDecoded(t *testing.T, got decoded, want decoded, wantBody, wantInput string) {
+func requireDecoded(t *testing.T, got Event, want Event, wantBody, wantInput string) {
 	t.Helper()
-	require.Equal(t, want.decision, got.decision)
-	require.JSONEq(t, wantBody, string(got.body))
+	require.Equal(t, want.Decision, got.Decision)
+	require.JSONEq(t, wantBody, string(got.Body))
 	if wantInput == "" {
-		require.Nil(t, got.input)
+		require.Nil(t, got.Input)
 	} else {
-		require.JSONEq(t, wantInput, string(got.input))
+		require.JSONEq(t, wantInput, string(got.Input))
 	}
 }
 

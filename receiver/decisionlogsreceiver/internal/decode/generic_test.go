@@ -1,7 +1,7 @@
 // Copyright The otelcol-policy Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package decisionlogsreceiver
+package decode
 
 import (
 	"testing"
@@ -72,9 +72,9 @@ func TestDecodeGeneric(t *testing.T) {
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := newGenericDecoder(tt.mapping)(fixture(t, tt.file))
+			got, err := NewGeneric(tt.mapping)(fixture(t, tt.file))
 			require.NoError(t, err)
-			requireDecoded(t, got, decoded{decision: tt.want}, tt.body, tt.input)
+			requireDecoded(t, got, Event{Decision: tt.want}, tt.body, tt.input)
 		})
 	}
 }
@@ -122,9 +122,9 @@ func TestDecodeGenericValues(t *testing.T) {
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := newGenericDecoder(m)([]byte(tt.event))
+			got, err := NewGeneric(m)([]byte(tt.event))
 			require.NoError(t, err)
-			tt.check(t, got.decision)
+			tt.check(t, got.Decision)
 		})
 	}
 }
@@ -142,7 +142,7 @@ func TestDecodeGenericErrors(t *testing.T) {
 		{`{"event":{"time":"5 May"}}`, `event.time: want an RFC 3339 time, got "5 May"`},
 		{`{"actor":{"name":"a"`, "invalid JSON at byte 20: unexpected end of input"},
 	} {
-		_, err := newGenericDecoder(paymentsMapping)([]byte(tt.in))
+		_, err := NewGeneric(paymentsMapping)([]byte(tt.in))
 		require.EqualError(t, err, tt.want, tt.in)
 	}
 }
@@ -157,8 +157,8 @@ func TestGenericMappingValidate(t *testing.T) {
 			"user: path \"u.\" has an empty segment\n"+
 			"resource_uid: path \".uid\" has an empty segment")
 
-	_, err := newGenericDecoder(GenericMapping{Rule: "r"})([]byte(`{}`))
+	_, err := NewGeneric(GenericMapping{Rule: "r"})([]byte(`{}`))
 	require.EqualError(t, err, "invalid generic mapping: policy or id must be mapped")
-	_, err = newGenericDecoder(GenericMapping{})([]byte(`{}`))
+	_, err = NewGeneric(GenericMapping{})([]byte(`{}`))
 	require.EqualError(t, err, "invalid generic mapping: policy or id must be mapped")
 }

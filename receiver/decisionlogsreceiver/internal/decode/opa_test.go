@@ -1,7 +1,7 @@
 // Copyright The otelcol-policy Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package decisionlogsreceiver
+package decode
 
 import (
 	"testing"
@@ -102,9 +102,9 @@ func TestDecodeOPA(t *testing.T) {
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := decodeOPA(fixture(t, tt.file))
+			got, err := OPA(fixture(t, tt.file))
 			require.NoError(t, err)
-			requireDecoded(t, got, decoded{decision: tt.want}, tt.body, tt.input)
+			requireDecoded(t, got, Event{Decision: tt.want}, tt.body, tt.input)
 		})
 	}
 }
@@ -165,34 +165,34 @@ func TestDecodeOPAResults(t *testing.T) {
 		},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := decodeOPA([]byte(`{"decision_id":"d",` + tt.event + `}`))
+			got, err := OPA([]byte(`{"decision_id":"d",` + tt.event + `}`))
 			require.NoError(t, err)
-			require.Equal(t, tt.allowed, got.decision.Allowed)
-			require.Equal(t, tt.messages, got.decision.Messages)
-			require.Equal(t, tt.kind, got.decision.Kind)
-			require.Equal(t, tt.resource, got.decision.Resource)
+			require.Equal(t, tt.allowed, got.Decision.Allowed)
+			require.Equal(t, tt.messages, got.Decision.Messages)
+			require.Equal(t, tt.kind, got.Decision.Kind)
+			require.Equal(t, tt.resource, got.Decision.Resource)
 		})
 	}
 }
 
 func TestDecodeOPAWithoutDecisionIDHashesTheEvent(t *testing.T) {
 	ev := []byte(`{"path":"p","result":true,"timestamp":"2024-05-06T07:08:09Z","input":{"a":1}}`)
-	a, err := decodeOPA(ev)
+	a, err := OPA(ev)
 	require.NoError(t, err)
-	b, err := decodeOPA(ev)
+	b, err := OPA(ev)
 	require.NoError(t, err)
-	require.Equal(t, "b75f4b3738b960f882ee76555d50e42c", a.decision.ID)
-	require.Equal(t, a.decision.ID, b.decision.ID)
-	c, err := decodeOPA([]byte(`{"path":"p","result":true,"timestamp":"2024-05-06T07:08:09Z","input":{"a":2}}`))
+	require.Equal(t, "b75f4b3738b960f882ee76555d50e42c", a.Decision.ID)
+	require.Equal(t, a.Decision.ID, b.Decision.ID)
+	c, err := OPA([]byte(`{"path":"p","result":true,"timestamp":"2024-05-06T07:08:09Z","input":{"a":2}}`))
 	require.NoError(t, err)
-	require.NotEqual(t, a.decision.ID, c.decision.ID)
+	require.NotEqual(t, a.Decision.ID, c.Decision.ID)
 }
 
 func TestDecodeOPAInputNull(t *testing.T) {
-	got, err := decodeOPA([]byte(`{"decision_id":"d","input":null,"result":true}`))
+	got, err := OPA([]byte(`{"decision_id":"d","input":null,"result":true}`))
 	require.NoError(t, err)
-	require.Nil(t, got.input)
-	require.Equal(t, `{"decision_id":"d","result":true}`, string(got.body))
+	require.Nil(t, got.Input)
+	require.Equal(t, `{"decision_id":"d","result":true}`, string(got.Body))
 }
 
 func TestDecodeOPAErrors(t *testing.T) {
@@ -205,7 +205,7 @@ func TestDecodeOPAErrors(t *testing.T) {
 		{`{"decision_id":"d","result":{"allow":tru`, "invalid JSON at byte 40: unexpected end of input"},
 		{`{"decision_id":"d","input":{"a":1}`, "invalid JSON at byte 34: unexpected end of input"},
 	} {
-		_, err := decodeOPA([]byte(tt.in))
+		_, err := OPA([]byte(tt.in))
 		require.EqualError(t, err, tt.want, tt.in)
 	}
 }

@@ -1,7 +1,7 @@
 // Copyright The otelcol-policy Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package decisionlogsreceiver // import "github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver"
+package decode // import "github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver/internal/decode"
 
 import (
 	"errors"
@@ -128,12 +128,12 @@ type genericDecoder struct {
 	resUID                                        genericPath
 }
 
-// newGenericDecoder decodes events with mapping m. A mapping that does not validate, the empty one included,
+// NewGeneric decodes events with mapping m. A mapping that does not validate, the empty one included,
 // yields a decoder that rejects every event with the reason, as configuration validation should have caught it.
-func newGenericDecoder(m GenericMapping) decodeFunc {
+func NewGeneric(m GenericMapping) Func {
 	if err := m.validate(); err != nil {
 		err = fmt.Errorf("invalid generic mapping: %w", err)
-		return func([]byte) (decoded, error) { return decoded{}, err }
+		return func([]byte) (Event, error) { return Event{}, err }
 	}
 	g := &genericDecoder{
 		source: firstNonEmpty(m.Source, sourceGeneric),
@@ -148,11 +148,11 @@ func newGenericDecoder(m GenericMapping) decodeFunc {
 	return g.decode
 }
 
-func (g *genericDecoder) decode(raw []byte) (decoded, error) {
+func (g *genericDecoder) decode(raw []byte) (Event, error) {
 	var buf [jsonscan.StackMembers]jsonscan.Member
 	obj, ms, err := jsonscan.Object(raw, buf[:0])
 	if err != nil {
-		return decoded{}, err
+		return Event{}, err
 	}
 	d := policyresult.Decision{Source: g.source, Kind: policyresult.DecisionKindQuery}
 	var action string
@@ -165,27 +165,27 @@ func (g *genericDecoder) decode(raw []byte) (decoded, error) {
 		{g.resNamespace, &d.Resource.Namespace}, {g.resName, &d.Resource.Name}, {g.resUID, &d.Resource.UID},
 	} {
 		if err := f.p.str(ms, f.dst); err != nil {
-			return decoded{}, err
+			return Event{}, err
 		}
 	}
 	if v, ok := g.id.value(ms); ok {
 		if d.ID, err = genericID(g.id.name, v); err != nil {
-			return decoded{}, err
+			return Event{}, err
 		}
 	}
 	if v, ok := g.allowed.value(ms); ok {
 		if d.Allowed, err = genericAllowed(g.allowed.name, v); err != nil {
-			return decoded{}, err
+			return Event{}, err
 		}
 	}
 	if v, ok := g.message.value(ms); ok {
 		if d.Messages, err = genericMessages(g.message.name, v); err != nil {
-			return decoded{}, err
+			return Event{}, err
 		}
 	}
 	timestamp, _ := g.timestamp.value(ms)
 	if d.Timestamp, err = timeField(g.timestamp.name, timestamp); err != nil {
-		return decoded{}, err
+		return Event{}, err
 	}
 	d.Action = policyresult.ParseAction(action)
 	if d.Action == policyresult.ActionNone && d.Allowed != nil && !*d.Allowed {
@@ -205,9 +205,9 @@ func (g *genericDecoder) decode(raw []byte) (decoded, error) {
 		}
 		d.ID = policyresult.ContentDecisionID(d.Kind, when, d.Policy, d.Rule, d.Resource.APIVersion, d.Resource.Kind,
 			d.Resource.Namespace, d.Resource.Name, strings.Join(d.Messages, "\n"), d.User, d.Operation, allowed,
-			string(d.Action), string(ev.input))
+			string(d.Action), string(ev.Input))
 	}
-	ev.decision = d
+	ev.Decision = d
 	return ev, nil
 }
 

@@ -1,7 +1,7 @@
 // Copyright The otelcol-policy Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package decisionlogsreceiver // import "github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver"
+package decode // import "github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver/internal/decode"
 
 import (
 	"strings"
@@ -9,16 +9,16 @@ import (
 	"github.com/otelcol-policy/otelcol-policy/internal/jsonscan"
 )
 
-// errUnrecognised is the answer for events of neither format. It is an errNotDecision: a stream that mixes
+// errUnrecognised is the answer for events of neither format. It is an ErrNotDecision: a stream that mixes
 // decisions with other log lines is normal.
 const errUnrecognised = notDecisionError("unrecognised decision event: neither OPA (decision_id) nor Gatekeeper (eventType)")
 
-// decodeAuto tells OPA events from Gatekeeper violations by their keys, scanning the event only once.
-func decodeAuto(raw []byte) (decoded, error) {
+// Auto tells OPA events from Gatekeeper violations by their keys, scanning the event only once.
+func Auto(raw []byte) (Event, error) {
 	var buf [jsonscan.StackMembers]jsonscan.Member
 	obj, ms, err := jsonscan.Object(raw, buf[:0])
 	if err != nil {
-		return decoded{}, err
+		return Event{}, err
 	}
 	var path, result, gatekeeper bool
 	for i := range ms {
@@ -44,5 +44,5 @@ func decodeAuto(raw []byte) (decoded, error) {
 	case gatekeeper:
 		return gatekeeperDecision(obj, ms)
 	}
-	return decoded{}, errUnrecognised
+	return Event{}, errUnrecognised
 }

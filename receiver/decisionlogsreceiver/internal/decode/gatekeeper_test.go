@@ -1,7 +1,7 @@
 // Copyright The otelcol-policy Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package decisionlogsreceiver
+package decode
 
 import (
 	"errors"
@@ -78,11 +78,11 @@ func TestDecodeGatekeeper(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			raw := fixture(t, tt.file)
-			got, err := decodeGatekeeper(raw)
+			got, err := Gatekeeper(raw)
 			require.NoError(t, err)
 			// The message is the body as it came, without its trailing newline.
-			requireDecoded(t, got, decoded{decision: tt.want}, string(raw), "")
-			require.Equal(t, string(raw[:len(raw)-1]), string(got.body))
+			requireDecoded(t, got, Event{Decision: tt.want}, string(raw), "")
+			require.Equal(t, string(raw[:len(raw)-1]), string(got.Body))
 		})
 	}
 }
@@ -128,9 +128,9 @@ func TestDecodeGatekeeperFields(t *testing.T) {
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := decodeGatekeeper([]byte(tt.event))
+			got, err := Gatekeeper([]byte(tt.event))
 			require.NoError(t, err)
-			tt.check(t, got.decision)
+			tt.check(t, got.Decision)
 		})
 	}
 }
@@ -139,10 +139,10 @@ func TestDecodeGatekeeperIDsTellViolationsApart(t *testing.T) {
 	base := `{"id":"2023-07-18T21:21:52Z","eventType":"violation_audited","kind":"K","name":"n","resourceKind":"Pod","resourceNamespace":"ns","resourceName":"p","message":"m"`
 	ids := map[string]string{}
 	for _, extra := range []string{``, `,"resourceName":"q"`, `,"message":"m2"`, `,"id":"2023-07-18T21:22:52Z"`, `,"eventType":"violation_admission"`, `,"resourceGroup":"apps"`} {
-		got, err := decodeGatekeeper([]byte(base + extra + `}`))
+		got, err := Gatekeeper([]byte(base + extra + `}`))
 		require.NoError(t, err)
-		require.NotContains(t, ids, got.decision.ID, extra)
-		ids[got.decision.ID] = extra
+		require.NotContains(t, ids, got.Decision.ID, extra)
+		ids[got.Decision.ID] = extra
 	}
 }
 
@@ -161,14 +161,14 @@ func TestDecodeGatekeeperErrors(t *testing.T) {
 		{`{"event_type":"violation","ts":true}`, "ts: want an RFC 3339 string or a number, got bool"},
 		{`{"eventType":"violation_audited",`, "invalid JSON at byte 33: unexpected end of input"},
 	} {
-		_, err := decodeGatekeeper([]byte(tt.in))
+		_, err := Gatekeeper([]byte(tt.in))
 		require.EqualError(t, err, tt.want, tt.in)
-		require.NotErrorIs(t, err, errNotDecision)
+		require.NotErrorIs(t, err, ErrNotDecision)
 	}
 }
 
 func TestDecodeGatekeeperOtherEventsAreNoDecisions(t *testing.T) {
-	_, err := decodeGatekeeper(fixture(t, "gatekeeper_log_other.json"))
+	_, err := Gatekeeper(fixture(t, "gatekeeper_log_other.json"))
 	require.EqualError(t, err, `not a decision event: Gatekeeper event type "constraint_audited" is not a violation`)
-	require.True(t, errors.Is(err, errNotDecision))
+	require.True(t, errors.Is(err, ErrNotDecision))
 }

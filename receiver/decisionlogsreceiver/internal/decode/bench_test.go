@@ -1,7 +1,7 @@
 // Copyright The otelcol-policy Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package decisionlogsreceiver
+package decode
 
 // go test -run '^$' -bench Decode -count 5, medians (Go 1.26.8, linux/amd64, 2 vCPUs of an AMD EPYC; each
 // event compacted to one NDJSON line):
@@ -25,7 +25,7 @@ import (
 	"testing"
 )
 
-func benchmarkDecode(b *testing.B, decode decodeFunc, file string) {
+func benchmarkDecode(b *testing.B, decode Func, file string) {
 	var line bytes.Buffer
 	if err := json.Compact(&line, fixture(b, file)); err != nil {
 		b.Fatal(err)
@@ -43,18 +43,18 @@ func benchmarkDecode(b *testing.B, decode decodeFunc, file string) {
 	}
 }
 
-func BenchmarkDecodeOPA(b *testing.B)          { benchmarkDecode(b, decodeOPA, "opa_bool.json") }
-func BenchmarkDecodeOPAAdmission(b *testing.B) { benchmarkDecode(b, decodeOPA, "opa_admission.json") }
+func BenchmarkDecodeOPA(b *testing.B)          { benchmarkDecode(b, OPA, "opa_bool.json") }
+func BenchmarkDecodeOPAAdmission(b *testing.B) { benchmarkDecode(b, OPA, "opa_admission.json") }
 func BenchmarkDecodeGatekeeperExport(b *testing.B) {
-	benchmarkDecode(b, decodeGatekeeper, "gatekeeper_admission.json")
+	benchmarkDecode(b, Gatekeeper, "gatekeeper_admission.json")
 }
 func BenchmarkDecodeGatekeeperLog(b *testing.B) {
-	benchmarkDecode(b, decodeGatekeeper, "gatekeeper_log_audit.json")
+	benchmarkDecode(b, Gatekeeper, "gatekeeper_log_audit.json")
 }
 func BenchmarkDecodeGeneric(b *testing.B) {
-	benchmarkDecode(b, newGenericDecoder(paymentsMapping), "generic.json")
+	benchmarkDecode(b, NewGeneric(paymentsMapping), "generic.json")
 }
-func BenchmarkDecodeAutoOPA(b *testing.B) { benchmarkDecode(b, decodeAuto, "opa_admission.json") }
+func BenchmarkDecodeAutoOPA(b *testing.B) { benchmarkDecode(b, Auto, "opa_admission.json") }
 func BenchmarkDecodeAutoGatekeeper(b *testing.B) {
-	benchmarkDecode(b, decodeAuto, "gatekeeper_admission.json")
+	benchmarkDecode(b, Auto, "gatekeeper_admission.json")
 }

@@ -1,7 +1,7 @@
 // Copyright The otelcol-policy Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package decisionlogsreceiver
+package decode
 
 import (
 	"bytes"
@@ -15,18 +15,18 @@ import (
 func TestDecodeAutoDetects(t *testing.T) {
 	for _, tt := range []struct {
 		file string
-		as   decodeFunc
+		as   Func
 	}{
-		{"opa_bool.json", decodeOPA},
-		{"opa_admission.json", decodeOPA},
-		{"opa_object.json", decodeOPA},
-		{"opa_erased_masked.json", decodeOPA},
-		{"opa_erased_input.json", decodeOPA},
-		{"gatekeeper_audit.json", decodeGatekeeper},
-		{"gatekeeper_log_audit.json", decodeGatekeeper},
-		{"gatekeeper_admission.json", decodeGatekeeper},
-		{"gatekeeper_log_admission.json", decodeGatekeeper},
-		{"gatekeeper_scoped.json", decodeGatekeeper},
+		{"opa_bool.json", OPA},
+		{"opa_admission.json", OPA},
+		{"opa_object.json", OPA},
+		{"opa_erased_masked.json", OPA},
+		{"opa_erased_input.json", OPA},
+		{"gatekeeper_audit.json", Gatekeeper},
+		{"gatekeeper_log_audit.json", Gatekeeper},
+		{"gatekeeper_admission.json", Gatekeeper},
+		{"gatekeeper_log_admission.json", Gatekeeper},
+		{"gatekeeper_scoped.json", Gatekeeper},
 	} {
 		t.Run(tt.file, func(t *testing.T) {
 			// As one NDJSON line.
@@ -34,7 +34,7 @@ func TestDecodeAutoDetects(t *testing.T) {
 			require.NoError(t, json.Compact(&line, fixture(t, tt.file)))
 			want, err := tt.as(line.Bytes())
 			require.NoError(t, err)
-			got, err := decodeAuto(line.Bytes())
+			got, err := Auto(line.Bytes())
 			require.NoError(t, err)
 			require.Equal(t, want, got)
 		})
@@ -48,9 +48,9 @@ func TestDecodeAutoSignatures(t *testing.T) {
 		{`{"event_type":"violation","process":"admission"}`, "gatekeeper"},
 		{`{"constraint_kind":"K","process":"audit"}`, "gatekeeper"},
 	} {
-		got, err := decodeAuto([]byte(tt.event))
+		got, err := Auto([]byte(tt.event))
 		require.NoError(t, err, tt.event)
-		require.Equal(t, tt.source, got.decision.Source, tt.event)
+		require.Equal(t, tt.source, got.Decision.Source, tt.event)
 	}
 }
 
@@ -70,8 +70,8 @@ func TestDecodeAutoErrors(t *testing.T) {
 		{`{"decision_id":"d"`, "invalid JSON at byte 18: unexpected end of input", false},
 		{`[{"decision_id":"d"}]`, "want a JSON object, got array", false},
 	} {
-		_, err := decodeAuto([]byte(tt.in))
+		_, err := Auto([]byte(tt.in))
 		require.EqualError(t, err, tt.want, tt.in)
-		require.Equal(t, tt.notDecision, errors.Is(err, errNotDecision), tt.in)
+		require.Equal(t, tt.notDecision, errors.Is(err, ErrNotDecision), tt.in)
 	}
 }
