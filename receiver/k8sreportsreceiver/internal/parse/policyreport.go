@@ -1,7 +1,7 @@
 // Copyright The otelcol-policy Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package k8sreportsreceiver // import "github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver"
+package parse // import "github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/parse"
 
 import (
 	"crypto/sha256"
@@ -18,10 +18,10 @@ import (
 // fields under spec and names its subject in spec.owner.
 type policyReport struct {
 	Source  string            `json:"source"`
-	Scope   *objectRef        `json:"scope"`
+	Scope   *ObjectRef        `json:"scope"`
 	Results []json.RawMessage `json:"results"`
 	Spec    *struct {
-		Owner   *objectRef        `json:"owner"`
+		Owner   *ObjectRef        `json:"owner"`
 		Results []json.RawMessage `json:"results"`
 	} `json:"spec"`
 }
@@ -39,13 +39,13 @@ type policyReportResult struct {
 	Timestamp *k8sTimestamp     `json:"timestamp"`
 }
 
-// parsePolicyReport emits one result per (result × subject resource). A result without resources is about the
+// PolicyReport emits one result per (result × subject resource). A result without resources is about the
 // report's scope (or, for an EphemeralReport, its owner); without either it is a cluster-wide result identified
 // by the report. The body of each record is the source's result with only that record's subject in its
 // resources.
-func parsePolicyReport(obj *reportObject, budget reportBudget) ([]parsedResult, error) {
+func PolicyReport(obj *Object, budget Budget) ([]Result, error) {
 	var rep policyReport
-	if err := json.Unmarshal(obj.raw, &rep); err != nil {
+	if err := json.Unmarshal(obj.Raw, &rep); err != nil {
 		return nil, err
 	}
 	items, scope := rep.Results, rep.Scope
@@ -56,13 +56,13 @@ func parsePolicyReport(obj *reportObject, budget reportBudget) ([]parsedResult, 
 		}
 	}
 	f := fanout{budget: budget}
-	out := make([]parsedResult, 0, f.capacity(len(items)))
+	out := make([]Result, 0, f.capacity(len(items)))
 	for i, raw := range items {
 		var r policyReportResult
 		if err := json.Unmarshal(raw, &r); err != nil {
 			return nil, fmt.Errorf("results[%d]: %w", i, err)
 		}
-		bodies := []recordBody{wholeBody(raw)}
+		bodies := []Body{WholeBody(raw)}
 		if len(r.Resources) > 1 {
 			var err error
 			if bodies, err = subjectBodies(raw, r.Resources); err != nil {
@@ -71,14 +71,14 @@ func parsePolicyReport(obj *reportObject, budget reportBudget) ([]parsedResult, 
 		}
 		var bytes int64
 		for _, b := range bodies {
-			bytes += int64(b.size())
+			bytes += int64(b.Size())
 		}
 		if !f.add(len(bodies), bytes) {
 			out = nil // too large: build nothing more, count the rest
 			continue
 		}
 		out = slices.Grow(out, len(bodies))
-		base := parsedResult{Result: policyresult.Result{
+		base := Result{Result: policyresult.Result{
 			Source:    firstNonEmpty(r.Source, rep.Source),
 			Policy:    r.Policy,
 			Rule:      r.Rule,
@@ -86,7 +86,7 @@ func parsePolicyReport(obj *reportObject, budget reportBudget) ([]parsedResult, 
 			Severity:  policyresult.ParseSeverity(r.Severity),
 			Scored:    r.Scored,
 			Message:   r.Message,
-			Report:    obj.report(),
+			Report:    obj.Report(),
 			Timestamp: r.Timestamp.time(),
 		}}
 		// A result without a result value (some adapters omit it) keeps no outcome rather than an invented one.
@@ -96,19 +96,19 @@ func parsePolicyReport(obj *reportObject, budget reportBudget) ([]parsedResult, 
 		switch {
 		case len(r.Resources) > 0:
 			for j, entry := range r.Resources {
-				var res objectRef
+				var res ObjectRef
 				if err := json.Unmarshal(entry, &res); err != nil {
 					return nil, fmt.Errorf("results[%d].resources[%d]: %w", i, j, err)
 				}
 				pr := base
-				pr.Resource, pr.body = res.resource(), bodies[min(j, len(bodies)-1)]
+				pr.Resource, pr.Body = res.Resource(), bodies[min(j, len(bodies)-1)]
 				out = append(out, pr)
 			}
 		case scope != nil:
-			base.Resource, base.body = scope.resource(), bodies[0]
+			base.Resource, base.Body = scope.Resource(), bodies[0]
 			out = append(out, base)
 		default:
-			base.body = bodies[0]
+			base.Body = bodies[0]
 			out = append(out, base)
 		}
 	}
@@ -133,17 +133,17 @@ func policyReportDiscriminator(body []byte) []byte {
 	return b
 }
 
-// disambiguate gives results that the source does not tell apart by policy, rule and resource (for example
+// Disambiguate gives results that the source does not tell apart by policy, rule and resource (for example
 // vulnerabilities listed with an empty policy and rule) distinct keys: each such result's rule gets a suffix
 // made from a hash of its own body, which is stable whatever order the source lists them in.
-func disambiguate(results []parsedResult) []parsedResult {
+func Disambiguate(results []Result) []Result {
 	return disambiguateBy(results, func(body []byte) []byte { return body })
 }
 
-// disambiguateBy is disambiguate with the part of the body that identifies a result chosen by discriminator.
+// disambiguateBy is Disambiguate with the part of the body that identifies a result chosen by discriminator.
 // The discriminator reads the source's result as shared by the records of all its subjects, once per result:
 // reading each record's body would cost N results' worth for N subjects that collide.
-func disambiguateBy(results []parsedResult, discriminator func(body []byte) []byte) []parsedResult {
+func disambiguateBy(results []Result, discriminator func(body []byte) []byte) []Result {
 	count := make(map[string]int, len(results))
 	keys := make([]string, len(results))
 	for i := range results {
@@ -159,7 +159,7 @@ func disambiguateBy(results []parsedResult, discriminator func(body []byte) []by
 		if count[keys[i]] <= 1 {
 			continue
 		}
-		text := results[i].body.text
+		text := results[i].Body.Text
 		id := shared{n: len(text)}
 		if len(text) > 0 {
 			id.first = &text[0]

@@ -1,7 +1,7 @@
 // Copyright The otelcol-policy Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package k8sreportsreceiver // import "github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver"
+package parse // import "github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/parse"
 
 import (
 	"encoding/json"
@@ -36,13 +36,13 @@ type gatekeeperViolation struct {
 	Message            string   `json:"message"`
 }
 
-// parseGatekeeperConstraint emits one failing or warning result per audit violation listed in a constraint's
+// GatekeeperConstraint emits one failing or warning result per audit violation listed in a constraint's
 // status. The policy is the constraint kind (one per ConstraintTemplate), the rule the constraint. Passing
 // resources are not listed, so a constraint without violations yields no results and a fixed resource shows
 // up as a result that disappears. Gatekeeper has no severity.
-func parseGatekeeperConstraint(obj *reportObject, budget reportBudget) ([]parsedResult, error) {
+func GatekeeperConstraint(obj *Object, budget Budget) ([]Result, error) {
 	var c gatekeeperConstraint
-	if err := json.Unmarshal(obj.raw, &c); err != nil {
+	if err := json.Unmarshal(obj.Raw, &c); err != nil {
 		return nil, err
 	}
 	f := fanout{budget: budget}
@@ -51,15 +51,15 @@ func parseGatekeeperConstraint(obj *reportObject, budget reportBudget) ([]parsed
 	}
 	ts := parseRFC3339(c.Status.AuditTimestamp)
 	// Past the cap the list is a sample: a violation missing from it is not resolved.
-	obj.partial = c.Status.TotalViolations != nil && *c.Status.TotalViolations > len(c.Status.Violations)
+	obj.Partial = c.Status.TotalViolations != nil && *c.Status.TotalViolations > len(c.Status.Violations)
 
-	out := make([]parsedResult, 0, len(c.Status.Violations))
+	out := make([]Result, 0, len(c.Status.Violations))
 	for i, raw := range c.Status.Violations {
 		var v gatekeeperViolation
 		if err := json.Unmarshal(raw, &v); err != nil {
 			return nil, fmt.Errorf("status.violations[%d]: %w", i, err)
 		}
-		out = append(out, parsedResult{body: wholeBody(raw), Result: policyresult.Result{
+		out = append(out, Result{Body: WholeBody(raw), Result: policyresult.Result{
 			Source:  gatekeeperSource,
 			Policy:  obj.Kind,
 			Rule:    obj.Metadata.Name,
@@ -71,7 +71,7 @@ func parseGatekeeperConstraint(obj *reportObject, budget reportBudget) ([]parsed
 				Namespace:  v.Namespace,
 				Name:       v.Name,
 			},
-			Report:    obj.report(),
+			Report:    obj.Report(),
 			Timestamp: ts,
 		}})
 	}

@@ -1,7 +1,7 @@
 // Copyright The otelcol-policy Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package k8sreportsreceiver // import "github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver"
+package parse // import "github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/parse"
 
 import (
 	"encoding/json"
@@ -34,20 +34,20 @@ type complianceCheckResult struct {
 	Instructions string `json:"instructions"`
 }
 
-// parseComplianceCheckResult emits the one result of a check. The policy is the scan (named after the
+// ComplianceCheckResult emits the one result of a check. The policy is the scan (named after the
 // profile and node role, e.g. ocp4-cis-node-master) or, for checks without a scan label, the suite; the rule
 // is the XCCDF rule ID. Checks are about the cluster or its nodes, not one object, so there is no subject and
 // the check result object itself identifies the result, which is unique per scan and rule.
-func parseComplianceCheckResult(obj *reportObject, budget reportBudget) ([]parsedResult, error) {
+func ComplianceCheckResult(obj *Object, budget Budget) ([]Result, error) {
 	var ccr complianceCheckResult
-	if err := json.Unmarshal(obj.raw, &ccr); err != nil {
+	if err := json.Unmarshal(obj.Raw, &ccr); err != nil {
 		return nil, err
 	}
-	body, err := objectBody(obj.raw, budget)
+	body, err := objectBody(obj.Raw, budget)
 	if err != nil {
 		return nil, err
 	}
-	return []parsedResult{{body: body, Result: policyresult.Result{
+	return []Result{{Body: body, Result: policyresult.Result{
 		Source:   complianceSource,
 		Policy:   compliancePolicy(obj),
 		Rule:     firstNonEmpty(ccr.ID, obj.Metadata.Name),
@@ -56,7 +56,7 @@ func parseComplianceCheckResult(obj *reportObject, budget reportBudget) ([]parse
 		// The description's first line is the rule's title; checks without a description (MANUAL ones in
 		// particular) still tell the user what to verify.
 		Message:   firstNonEmpty(firstLine(ccr.Description), strings.TrimSpace(ccr.Instructions)),
-		Report:    obj.report(),
+		Report:    obj.Report(),
 		Timestamp: parseRFC3339(ccr.Metadata.Annotations[complianceLastScannedAnnotation]),
 	}}}, nil
 }
@@ -110,15 +110,15 @@ type complianceRemediation struct {
 	} `json:"status"`
 }
 
-// parseComplianceRemediation emits one result per remediation: whether the fix the scan proposed is in
+// ComplianceRemediation emits one result per remediation: whether the fix the scan proposed is in
 // effect. The failing check itself is reported by its ComplianceCheckResult, which has the same name; the
 // remediation result is about the fix, with the object it would create or change as the subject.
-func parseComplianceRemediation(obj *reportObject, budget reportBudget) ([]parsedResult, error) {
+func ComplianceRemediation(obj *Object, budget Budget) ([]Result, error) {
 	var rem complianceRemediation
-	if err := json.Unmarshal(obj.raw, &rem); err != nil {
+	if err := json.Unmarshal(obj.Raw, &rem); err != nil {
 		return nil, err
 	}
-	body, err := objectBody(obj.raw, budget)
+	body, err := objectBody(obj.Raw, budget)
 	if err != nil {
 		return nil, err
 	}
@@ -130,7 +130,7 @@ func parseComplianceRemediation(obj *reportObject, budget reportBudget) ([]parse
 		// The state is the message when there is no error, so that states sharing an outcome (Outdated and
 		// NeedsReview are both warn) are still different results to the user.
 		Message: firstNonEmpty(rem.Status.ErrorMessage, rem.Status.ApplicationState),
-		Report:  obj.report(),
+		Report:  obj.Report(),
 	}
 	// A payload without kind and name names no object a user could look up; the remediation then identifies
 	// the result, as a cluster-wide result would.
@@ -139,7 +139,7 @@ func parseComplianceRemediation(obj *reportObject, budget reportBudget) ([]parse
 			APIVersion: o.APIVersion, Kind: o.Kind, Namespace: o.Metadata.Namespace, Name: o.Metadata.Name,
 		}
 	}
-	return []parsedResult{{Result: r, body: body}}, nil
+	return []Result{{Result: r, Body: body}}, nil
 }
 
 // complianceRemediationOutcome maps status.applicationState. Only an applied fix passes. A fix that is not
@@ -163,21 +163,21 @@ func complianceRemediationOutcome(state string) policyresult.Outcome {
 }
 
 // compliancePolicy is the scan the object belongs to, or its suite when the scan label is missing.
-func compliancePolicy(obj *reportObject) string {
+func compliancePolicy(obj *Object) string {
 	return firstNonEmpty(obj.Metadata.Labels[complianceScanLabel], obj.Metadata.Labels[complianceSuiteLabel])
 }
 
 // objectBody is the body of the one record of an object that is one result.
-func objectBody(raw []byte, budget reportBudget) (recordBody, error) {
+func objectBody(raw []byte, budget Budget) (Body, error) {
 	text, err := withoutMetadata(raw)
 	if err != nil {
-		return recordBody{}, err
+		return Body{}, err
 	}
 	f := fanout{budget: budget}
 	if !f.add(1, int64(len(text))) {
-		return recordBody{}, f.err()
+		return Body{}, f.err()
 	}
-	return wholeBody(text), nil
+	return WholeBody(text), nil
 }
 
 // withoutMetadata is the object's JSON for the record body: metadata (managedFields, ownerReferences, labels

@@ -1,7 +1,7 @@
 // Copyright The otelcol-policy Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package k8sreportsreceiver // import "github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver"
+package parse // import "github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/parse"
 
 import (
 	"encoding/json"
@@ -71,42 +71,42 @@ type complianceSuite struct {
 	} `json:"status"`
 }
 
-// parseComplianceScan emits one policy.scan record per completed run of a ComplianceScan or ComplianceSuite:
+// ComplianceScan emits one policy.scan record per completed run of a ComplianceScan or ComplianceSuite:
 // the verdict a fleet owner checks first, next to the check results of the run. A run in progress emits
 // nothing and keeps the last completed run as it was (the report is partial), so that a rescan does not
 // resolve the verdict it will replace. The policy is the scan's name, which its check results carry too.
-func parseComplianceScan(obj *reportObject, budget reportBudget) ([]parsedResult, error) {
+func ComplianceScan(obj *Object, budget Budget) ([]Result, error) {
 	var (
 		r     policyresult.Result
 		phase string
 	)
-	if obj.gvr.Resource == "compliancesuites" {
+	if obj.GVR.Resource == "compliancesuites" {
 		var suite complianceSuite
-		if err := json.Unmarshal(obj.raw, &suite); err != nil {
+		if err := json.Unmarshal(obj.Raw, &suite); err != nil {
 			return nil, err
 		}
 		phase, r = suite.Status.Phase, suiteRun(&suite)
 	} else {
 		var scan complianceScan
-		if err := json.Unmarshal(obj.raw, &scan); err != nil {
+		if err := json.Unmarshal(obj.Raw, &scan); err != nil {
 			return nil, err
 		}
 		phase, r = scan.Status.Phase, scanRun(obj, &scan)
 	}
 	if !strings.EqualFold(phase, complianceDone) {
-		obj.partial = true
+		obj.Partial = true
 		return nil, nil
 	}
-	body, err := objectBody(obj.raw, budget)
+	body, err := objectBody(obj.Raw, budget)
 	if err != nil {
 		return nil, err
 	}
-	r.Source, r.Policy, r.Report = complianceSource, obj.Metadata.Name, obj.report()
+	r.Source, r.Policy, r.Report = complianceSource, obj.Metadata.Name, obj.Report()
 	r.Scan.Phase = complianceDone
-	return []parsedResult{{Result: r, body: body}}, nil
+	return []Result{{Result: r, Body: body}}, nil
 }
 
-func scanRun(obj *reportObject, scan *complianceScan) policyresult.Result {
+func scanRun(obj *Object, scan *complianceScan) policyresult.Result {
 	st := &scan.Status
 	run := &policyresult.ScanRun{
 		Run: st.run(), Content: firstNonEmpty(scan.Spec.Content, scan.Spec.ContentImage), Type: scan.Spec.ScanType,

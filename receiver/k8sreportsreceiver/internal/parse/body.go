@@ -1,7 +1,7 @@
 // Copyright The otelcol-policy Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package k8sreportsreceiver // import "github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver"
+package parse // import "github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/parse"
 
 import (
 	"bytes"
@@ -10,52 +10,52 @@ import (
 	"strings"
 )
 
-// recordBody is a record's body: the source's own result as JSON. The records of a result about several
+// Body is a record's body: the source's own result as JSON. The records of a result about several
 // subjects share the result's JSON, and each one's body is that JSON with only its own subject in
 // `resources`, written when its batch is built: N subjects cost N bodies of one subject each, never N copies
 // of all N.
-type recordBody struct {
-	text json.RawMessage
-	// subject, when set, is this record's entry of the result's resources, whose value is text[at:end].
-	subject json.RawMessage
+type Body struct {
+	Text json.RawMessage
+	// Subject, when set, is this record's entry of the result's resources, whose value is text[at:end].
+	Subject json.RawMessage
 	at, end int
 }
 
-func wholeBody(text json.RawMessage) recordBody { return recordBody{text: text} }
+func WholeBody(text json.RawMessage) Body { return Body{Text: text} }
 
-func (b recordBody) isZero() bool { return b.text == nil }
+func (b Body) IsZero() bool { return b.Text == nil }
 
-// size is the length of the body as appendTo writes it.
-func (b recordBody) size() int {
-	if b.subject == nil {
-		return len(b.text)
+// Size is the length of the body as AppendTo writes it.
+func (b Body) Size() int {
+	if b.Subject == nil {
+		return len(b.Text)
 	}
-	return len(b.text) - (b.end - b.at) + len(b.subject) + len("[]")
+	return len(b.Text) - (b.end - b.at) + len(b.Subject) + len("[]")
 }
 
-func (b recordBody) appendTo(dst []byte) []byte {
-	if b.subject == nil {
-		return append(dst, b.text...)
+func (b Body) AppendTo(dst []byte) []byte {
+	if b.Subject == nil {
+		return append(dst, b.Text...)
 	}
-	dst = append(dst, b.text[:b.at]...)
+	dst = append(dst, b.Text[:b.at]...)
 	dst = append(dst, '[')
-	dst = append(dst, b.subject...)
+	dst = append(dst, b.Subject...)
 	dst = append(dst, ']')
-	return append(dst, b.text[b.end:]...)
+	return append(dst, b.Text[b.end:]...)
 }
 
-// bytes is the body as one JSON text.
-func (b recordBody) bytes() []byte { return b.appendTo(make([]byte, 0, b.size())) }
+// Bytes is the body as one JSON text.
+func (b Body) Bytes() []byte { return b.AppendTo(make([]byte, 0, b.Size())) }
 
 // subjectBodies are the bodies of a result's records, one per entry of its resources, sharing text.
-func subjectBodies(text json.RawMessage, entries []json.RawMessage) ([]recordBody, error) {
+func subjectBodies(text json.RawMessage, entries []json.RawMessage) ([]Body, error) {
 	at, end, err := resourcesSpan(text)
 	if err != nil {
 		return nil, err
 	}
-	out := make([]recordBody, len(entries))
+	out := make([]Body, len(entries))
 	for i, e := range entries {
-		out[i] = recordBody{text: text, subject: e, at: at, end: end}
+		out[i] = Body{Text: text, Subject: e, at: at, end: end}
 	}
 	return out, nil
 }

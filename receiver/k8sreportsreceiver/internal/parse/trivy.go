@@ -1,7 +1,7 @@
 // Copyright The otelcol-policy Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package k8sreportsreceiver // import "github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver"
+package parse // import "github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/parse"
 
 import (
 	"encoding/json"
@@ -23,13 +23,13 @@ const trivyVulnerabilityCategory = "vulnerability"
 // outlive the operator that wrote them.
 var trivyLabelPrefixes = []string{"trivy-operator.", "starboard.", "imgvuln."}
 
-// trivyMeta is the part of a trivy-operator report's metadata that objectMeta does not keep.
+// trivyMeta is the part of a trivy-operator report's metadata that ObjectMeta does not keep.
 type trivyMeta struct {
 	// Annotations hold the subject's name when it is not a valid label value (longer than 63 characters, or
 	// an RBAC name with colons); the label then carries only a hash of it under "resource.name-hash".
 	Annotations     map[string]string `json:"annotations"`
 	OwnerReferences []struct {
-		objectRef
+		ObjectRef
 		Controller bool `json:"controller"`
 	} `json:"ownerReferences"`
 }
@@ -67,7 +67,7 @@ func (v *trivyVulnerability) model() *policyresult.Vulnerability {
 	return out
 }
 
-// parseVulnerabilityReport emits one failing result per listed vulnerability. report.summary is ignored: its
+// VulnerabilityReport emits one failing result per listed vulnerability. report.summary is ignored: its
 // counts are not guaranteed to match the list (trivy-operator's own fixtures carry the counts of another
 // scan), so the entries are the only truth.
 //
@@ -75,9 +75,9 @@ func (v *trivyVulnerability) model() *policyresult.Vulnerability {
 // in the same package of two containers of one workload, which share policy and subject, keeps two keys.
 // A ClusterVulnerabilityReport has the same shape: its subject is trivy's ClusterSbomReport of the cluster
 // (KBOM) and its container "k8s-cluster", and it lists the vulnerabilities of the cluster's own components.
-func parseVulnerabilityReport(obj *reportObject, budget reportBudget) ([]parsedResult, error) {
+func VulnerabilityReport(obj *Object, budget Budget) ([]Result, error) {
 	var rep vulnerabilityReport
-	if err := json.Unmarshal(obj.raw, &rep); err != nil {
+	if err := json.Unmarshal(obj.Raw, &rep); err != nil {
 		return nil, err
 	}
 	subject, container := trivySubject(obj, &rep.Metadata)
@@ -87,7 +87,7 @@ func parseVulnerabilityReport(obj *reportObject, budget reportBudget) ([]parsedR
 	if !f.addEntries(rep.Report.Vulnerabilities) {
 		return nil, f.err()
 	}
-	out := make([]parsedResult, 0, len(rep.Report.Vulnerabilities))
+	out := make([]Result, 0, len(rep.Report.Vulnerabilities))
 	vulns := make([]trivyVulnerability, 0, len(rep.Report.Vulnerabilities))
 	for i, raw := range rep.Report.Vulnerabilities {
 		var v trivyVulnerability
@@ -99,7 +99,7 @@ func parseVulnerabilityReport(obj *reportObject, budget reportBudget) ([]parsedR
 		if container != "" {
 			rule = container + "/" + v.Resource
 		}
-		out = append(out, parsedResult{body: wholeBody(raw), Result: policyresult.Result{
+		out = append(out, Result{Body: WholeBody(raw), Result: policyresult.Result{
 			Source:   trivySource,
 			Policy:   v.VulnerabilityID,
 			Rule:     rule,
@@ -109,7 +109,7 @@ func parseVulnerabilityReport(obj *reportObject, budget reportBudget) ([]parsedR
 			Outcome:       policyresult.OutcomeFail,
 			Message:       firstNonEmpty(v.Title, v.VulnerabilityID),
 			Resource:      subject,
-			Report:        obj.report(),
+			Report:        obj.Report(),
 			Timestamp:     ts,
 			Vulnerability: v.model(),
 		}})
@@ -121,7 +121,7 @@ func parseVulnerabilityReport(obj *reportObject, budget reportBudget) ([]parsedR
 	qualifyCollisions(out, func(i int) string {
 		return suffixIf(":", firstNonEmpty(vulns[i].PackagePath, vulns[i].Target))
 	})
-	return disambiguate(out), nil
+	return Disambiguate(out), nil
 }
 
 type trivyChecksReport struct {
@@ -145,13 +145,13 @@ type trivyCheck struct {
 	} `json:"scope"`
 }
 
-// parseTrivyChecks emits one result per check. It reads every kind with the report.checks shape:
+// TrivyChecks emits one result per check. It reads every kind with the report.checks shape:
 // (Cluster)ConfigAuditReport, (Cluster)RbacAssessmentReport and (Cluster)InfraAssessmentReport; the last two
 // have no updateTimestamp, so their results have no time. trivy-operator drops passing checks unless
 // configured to keep them, so a fixed check usually shows up as a result that disappears, not as a pass.
-func parseTrivyChecks(obj *reportObject, budget reportBudget) ([]parsedResult, error) {
+func TrivyChecks(obj *Object, budget Budget) ([]Result, error) {
 	var rep trivyChecksReport
-	if err := json.Unmarshal(obj.raw, &rep); err != nil {
+	if err := json.Unmarshal(obj.Raw, &rep); err != nil {
 		return nil, err
 	}
 	subject, container := trivySubject(obj, &rep.Metadata)
@@ -162,7 +162,7 @@ func parseTrivyChecks(obj *reportObject, budget reportBudget) ([]parsedResult, e
 		return nil, f.err()
 	}
 
-	out := make([]parsedResult, 0, len(rep.Report.Checks))
+	out := make([]Result, 0, len(rep.Report.Checks))
 	for i, raw := range rep.Report.Checks {
 		var c trivyCheck
 		if err := json.Unmarshal(raw, &c); err != nil {
@@ -177,7 +177,7 @@ func parseTrivyChecks(obj *reportObject, budget reportBudget) ([]parsedResult, e
 				rule = c.Scope.Type + ":" + c.Scope.Value
 			}
 		}
-		pr := parsedResult{body: wholeBody(raw), Result: policyresult.Result{
+		pr := Result{Body: WholeBody(raw), Result: policyresult.Result{
 			Source:    trivySource,
 			Policy:    c.CheckID,
 			Rule:      rule,
@@ -185,7 +185,7 @@ func parseTrivyChecks(obj *reportObject, budget reportBudget) ([]parsedResult, e
 			Severity:  policyresult.ParseSeverity(c.Severity),
 			Message:   firstNonEmpty(strings.Join(c.Messages, "; "), c.Title),
 			Resource:  subject,
-			Report:    obj.report(),
+			Report:    obj.Report(),
 			Timestamp: ts,
 		}}
 		// success is required by the CRD; a check without it keeps no outcome rather than an invented one.
@@ -197,7 +197,7 @@ func parseTrivyChecks(obj *reportObject, budget reportBudget) ([]parsedResult, e
 		}
 		out = append(out, pr)
 	}
-	return disambiguate(out), nil
+	return Disambiguate(out), nil
 }
 
 type exposedSecretReport struct {
@@ -216,13 +216,13 @@ type trivySecret struct {
 	Severity string `json:"severity"`
 }
 
-// parseExposedSecretReport emits one failing result per secret found in a container image; the rule is
+// ExposedSecretReport emits one failing result per secret found in a container image; the rule is
 // "<container>/<file>". The masked match stays in the body only: it is the line around the secret, and an
 // edit of that line is not a change of the finding. Two secrets of one rule in one file are told apart by
 // their body (the CRD records no line number).
-func parseExposedSecretReport(obj *reportObject, budget reportBudget) ([]parsedResult, error) {
+func ExposedSecretReport(obj *Object, budget Budget) ([]Result, error) {
 	var rep exposedSecretReport
-	if err := json.Unmarshal(obj.raw, &rep); err != nil {
+	if err := json.Unmarshal(obj.Raw, &rep); err != nil {
 		return nil, err
 	}
 	subject, container := trivySubject(obj, &rep.Metadata)
@@ -232,7 +232,7 @@ func parseExposedSecretReport(obj *reportObject, budget reportBudget) ([]parsedR
 	if !f.addEntries(rep.Report.Secrets) {
 		return nil, f.err()
 	}
-	out := make([]parsedResult, 0, len(rep.Report.Secrets))
+	out := make([]Result, 0, len(rep.Report.Secrets))
 	for i, raw := range rep.Report.Secrets {
 		var s trivySecret
 		if err := json.Unmarshal(raw, &s); err != nil {
@@ -242,7 +242,7 @@ func parseExposedSecretReport(obj *reportObject, budget reportBudget) ([]parsedR
 		if container != "" {
 			rule = container + "/" + s.Target
 		}
-		out = append(out, parsedResult{body: wholeBody(raw), Result: policyresult.Result{
+		out = append(out, Result{Body: WholeBody(raw), Result: policyresult.Result{
 			Source:    trivySource,
 			Policy:    s.RuleID,
 			Rule:      rule,
@@ -251,23 +251,23 @@ func parseExposedSecretReport(obj *reportObject, budget reportBudget) ([]parsedR
 			Outcome:   policyresult.OutcomeFail,
 			Message:   firstNonEmpty(s.Title, s.RuleID),
 			Resource:  subject,
-			Report:    obj.report(),
+			Report:    obj.Report(),
 			Timestamp: ts,
 		}})
 	}
-	return disambiguate(out), nil
+	return Disambiguate(out), nil
 }
 
 // trivySubject finds the object a trivy-operator report is about, and the container for per-container
 // reports. The operator's labels name it; the controller ownerReference is the fallback for reports without
 // them and supplies the apiVersion and UID the labels lack. Without either the result is identified by the
 // report itself.
-func trivySubject(obj *reportObject, meta *trivyMeta) (policyresult.Resource, string) {
+func trivySubject(obj *Object, meta *trivyMeta) (policyresult.Resource, string) {
 	labels := obj.Metadata.Labels
-	var owner *objectRef
+	var owner *ObjectRef
 	for i := range meta.OwnerReferences {
 		if meta.OwnerReferences[i].Controller {
-			owner = &meta.OwnerReferences[i].objectRef
+			owner = &meta.OwnerReferences[i].ObjectRef
 			break
 		}
 	}
@@ -293,7 +293,7 @@ func trivySubject(obj *reportObject, meta *trivyMeta) (policyresult.Resource, st
 	if owner != nil {
 		// trivy-operator keeps a report in its subject's namespace, and cluster-scoped subjects get
 		// cluster-scoped reports, so the report's namespace is the subject's.
-		res := owner.resource()
+		res := owner.Resource()
 		res.Namespace = obj.Metadata.Namespace
 		container := ""
 		for _, p := range trivyLabelPrefixes {
@@ -306,7 +306,7 @@ func trivySubject(obj *reportObject, meta *trivyMeta) (policyresult.Resource, st
 
 // qualifyCollisions appends suffix(i) to the rule of every result that shares policy and rule with another
 // one. All results of one report have the same subject, so policy and rule decide whether keys collide.
-func qualifyCollisions(results []parsedResult, suffix func(i int) string) {
+func qualifyCollisions(results []Result, suffix func(i int) string) {
 	type id struct{ policy, rule string }
 	count := make(map[id]int, len(results))
 	for i := range results {

@@ -1,7 +1,7 @@
 // Copyright The otelcol-policy Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package k8sreportsreceiver // import "github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver"
+package parse // import "github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/parse"
 
 import (
 	"encoding/json"
@@ -46,7 +46,7 @@ type complianceControl struct {
 	} `json:"checks"`
 }
 
-// parseClusterComplianceReport emits one result per control of a compliance spec (CIS, NSA, PSS), from the
+// ClusterComplianceReport emits one result per control of a compliance spec (CIS, NSA, PSS), from the
 // status trivy-operator writes on each run in one of two forms (spec.reportType): summary, with the number
 // of failing checks per control, or detail, with the failing checks themselves. Both forms give the same
 // results: a control fails when it has a failing check, passes when it has none, and a manual control (one
@@ -55,9 +55,9 @@ type complianceControl struct {
 // The report is about the cluster as a whole and names no subject; the key is the report's, and is the same in
 // both forms, so switching the report type emits nothing when nothing changed. The number of failing checks
 // is in the message too, so that a control that fails more, or less, is a changed result.
-func parseClusterComplianceReport(obj *reportObject, budget reportBudget) ([]parsedResult, error) {
+func ClusterComplianceReport(obj *Object, budget Budget) ([]Result, error) {
 	var rep clusterComplianceReport
-	if err := json.Unmarshal(obj.raw, &rep); err != nil {
+	if err := json.Unmarshal(obj.Raw, &rep); err != nil {
 		return nil, err
 	}
 	st := &rep.Status
@@ -82,13 +82,13 @@ func parseClusterComplianceReport(obj *reportObject, budget reportBudget) ([]par
 	if !f.addEntries(controls) {
 		return nil, f.err()
 	}
-	out := make([]parsedResult, 0, len(controls))
+	out := make([]Result, 0, len(controls))
 	for i, raw := range controls {
 		var c complianceControl
 		if err := json.Unmarshal(raw, &c); err != nil {
 			return nil, fmt.Errorf("%s[%d]: %w", field, i, err)
 		}
-		pr := parsedResult{body: wholeBody(raw), Result: policyresult.Result{
+		pr := Result{Body: WholeBody(raw), Result: policyresult.Result{
 			Source:    trivySource,
 			Policy:    policy,
 			Rule:      c.ID,
@@ -96,7 +96,7 @@ func parseClusterComplianceReport(obj *reportObject, budget reportBudget) ([]par
 			Severity:  policyresult.ParseSeverity(c.Severity),
 			Outcome:   policyresult.OutcomeSkip,
 			Message:   firstNonEmpty(c.Name, c.ID),
-			Report:    obj.report(),
+			Report:    obj.Report(),
 			Timestamp: ts,
 		}}
 		if failed, evaluated := c.failedChecks(detail); evaluated {
@@ -109,7 +109,7 @@ func parseClusterComplianceReport(obj *reportObject, budget reportBudget) ([]par
 		}
 		out = append(out, pr)
 	}
-	return disambiguate(out), nil
+	return Disambiguate(out), nil
 }
 
 // failedChecks counts the control's failing checks; evaluated is false for a manual control. The detail form
