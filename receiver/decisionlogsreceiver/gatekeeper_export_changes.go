@@ -16,6 +16,7 @@ import (
 	"github.com/otelcol-policy/otelcol-policy/internal/jsonscan"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 	"github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver/internal/decode"
+	"github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver/internal/gatekeeperexport"
 )
 
 // auditChanges compares an audit run with the complete run before it (audit_changes). Audit runs are
@@ -36,8 +37,8 @@ type auditChanges struct {
 // disappeared is known only at the run's end, and the run is read again from its recorded offset after a
 // restart, so the comparison must not depend on how far it was sent.
 func (g *gkExport) scanRun(f io.Reader, prev *gkViolations, name string) (*auditChanges, error) {
-	a := &auditChanges{prev: prev, runID: auditRunID(name)}
-	a.runTime, _ = auditRunTime(name)
+	a := &auditChanges{prev: prev, runID: gatekeeperexport.AuditRunID(name)}
+	a.runTime, _ = gatekeeperexport.AuditRunTime(name)
 	b := newViolationsBuilder(a.runID)
 	br := bufio.NewReaderSize(f, readBufferSize)
 	var lines arena

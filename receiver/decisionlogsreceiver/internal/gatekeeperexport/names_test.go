@@ -1,7 +1,7 @@
 // Copyright The otelcol-policy Authors
 // SPDX-License-Identifier: Apache-2.0
 
-package decisionlogsreceiver
+package gatekeeperexport
 
 import (
 	"testing"
@@ -14,9 +14,9 @@ func TestParseExportName(t *testing.T) {
 	run := time.Date(2026, 11, 24, 8, 0, 5, 0, time.UTC)
 	for name, want := range map[string]string{
 		// As Gatekeeper v3.23.1 names a run, and 3.24 a segment.
-		"2026-11-24T08_00_05Z.log":                                            fileKindAudit,
-		"admission-20261124T080005.123456789Z-0123456789abcdef.log":           fileKindAdmission,
-		"admission-20261124T080005.123456789Z-0123456789abcdef.recovered.log": fileKindAdmission,
+		"2026-11-24T08_00_05Z.log":                                            FileKindAudit,
+		"admission-20261124T080005.123456789Z-0123456789abcdef.log":           FileKindAdmission,
+		"admission-20261124T080005.123456789Z-0123456789abcdef.recovered.log": FileKindAdmission,
 		// Not Gatekeeper's.
 		"debug.log":                                       "",
 		"zz.log":                                          "",
@@ -38,18 +38,18 @@ func TestParseExportName(t *testing.T) {
 		"admission-20261124T080005.123456789Z-0123456789abcdef.log.deleting": "",
 		"admission-20261124T080005.123456789Z-0123456789abcdef.other.log":    "",
 	} {
-		kind, at := parseExportName(name)
+		kind, at := ParseName(name)
 		assert.Equal(t, want, kind, name)
-		if want == fileKindAudit {
+		if want == FileKindAudit {
 			assert.Equal(t, run, at, name)
 		}
 	}
 }
 
 func TestAuditRunsCompareAsTimes(t *testing.T) {
-	assert.True(t, auditRunAfter("2026-11-24T08_00_06Z.log", "2026-11-24T08_00_05Z.log"))
-	assert.False(t, auditRunAfter("2026-11-24T08_00_05Z.log", "2026-11-24T08_00_05Z.log"))
-	assert.True(t, auditRunAfter("2026-11-24T08_00_05Z.log", ""), "every run is after none")
-	assert.False(t, auditRunAfter("zz.log", "2026-11-24T08_00_05Z.log"), "a name that is no run is after none")
-	assert.Equal(t, "2026-11-24T08:00:05Z", auditRunID("2026-11-24T08_00_05Z.log"))
+	assert.True(t, AuditRunAfter("2026-11-24T08_00_06Z.log", "2026-11-24T08_00_05Z.log"))
+	assert.False(t, AuditRunAfter("2026-11-24T08_00_05Z.log", "2026-11-24T08_00_05Z.log"))
+	assert.True(t, AuditRunAfter("2026-11-24T08_00_05Z.log", ""), "every run is after none")
+	assert.False(t, AuditRunAfter("zz.log", "2026-11-24T08_00_05Z.log"), "a name that is no run is after none")
+	assert.Equal(t, "2026-11-24T08:00:05Z", AuditRunID("2026-11-24T08_00_05Z.log"))
 }

@@ -3,7 +3,7 @@
 
 //go:build unix
 
-package decisionlogsreceiver // import "github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver"
+package gatekeeperexport // import "github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver/internal/gatekeeperexport"
 
 import (
 	"errors"
@@ -13,12 +13,12 @@ import (
 	"syscall"
 )
 
-// openExportFile opens a file of the export directory for reading. The directory is shared with Gatekeeper and
+// OpenFile opens a file of the export directory for reading. The directory is shared with Gatekeeper and
 // whatever else may write there, and a name listed as a regular file may since have been replaced: a symlink
 // is refused (O_NOFOLLOW), and so is anything but a regular file, found by fstat on the descriptor opened, so
 // that no rename can come between the check and the read. O_NONBLOCK keeps the open of a FIFO from waiting for
 // a writer forever; it is cleared once the file is known to be regular.
-func openExportFile(path string) (*os.File, error) {
+func OpenFile(path string) (*os.File, error) {
 	var fd int
 	var err error
 	for {
@@ -29,7 +29,7 @@ func openExportFile(path string) (*os.File, error) {
 	}
 	switch {
 	case errors.Is(err, syscall.ELOOP):
-		return nil, fmt.Errorf("%s: %w: a symbolic link", path, errNotRegular)
+		return nil, fmt.Errorf("%s: %w: a symbolic link", path, ErrNotRegular)
 	case err != nil:
 		return nil, &fs.PathError{Op: "open", Path: path, Err: err}
 	}
@@ -40,7 +40,7 @@ func openExportFile(path string) (*os.File, error) {
 	}
 	if st.Mode&syscall.S_IFMT != syscall.S_IFREG {
 		_ = syscall.Close(fd)
-		return nil, fmt.Errorf("%s: %w: %s", path, errNotRegular, fileType(st.Mode))
+		return nil, fmt.Errorf("%s: %w: %s", path, ErrNotRegular, fileType(st.Mode))
 	}
 	if err := syscall.SetNonblock(fd, false); err != nil {
 		_ = syscall.Close(fd)
@@ -66,8 +66,8 @@ func fileType[M uint16 | uint32](mode M) string {
 	return fmt.Sprintf("file type %#o", mode&syscall.S_IFMT)
 }
 
-// fileInode tells a file from another one of the same name and size.
-func fileInode(fi os.FileInfo) uint64 {
+// Inode tells a file from another one of the same name and size.
+func Inode(fi os.FileInfo) uint64 {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
 		return st.Ino
 	}
