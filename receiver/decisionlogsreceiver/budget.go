@@ -8,6 +8,7 @@ import (
 	"fmt"
 
 	"github.com/otelcol-policy/otelcol-policy/internal/jsonscan"
+	"github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver/internal/decode"
 )
 
 // What input costs once decoded is bounded while it is decoded, not after: the records built from JSON take
@@ -39,22 +40,22 @@ func (e *errEventTooLarge) Error() string { return e.msg }
 // within max_input_bytes, and when the record stays within max_batch_bytes and max_object_members with it
 // (otherwise the record says the input was omitted). An event whose record would pass them without its input
 // is an error.
-func (r *decisionsReceiver) price(ev *decoded) (int, error) {
+func (r *decisionsReceiver) price(ev *decode.Event) (int, error) {
 	limit := r.cfg.MaxBatchBytes
-	c := recordCost + 2*len(ev.body)
-	body := sizeOf(ev.body, ev.bodySize, (limit-c)/valueCost)
+	c := recordCost + 2*len(ev.Body)
+	body := sizeOf(ev.Body, ev.BodySize, (limit-c)/valueCost)
 	if c += valueCost * body.Values; c > limit {
 		return 0, &errEventTooLarge{fmt.Sprintf("the event would take more than max_batch_bytes (%d) as a record", limit)}
 	}
 	if body.Widest > r.cfg.MaxObjectMembers {
 		return 0, &errEventTooLarge{fmt.Sprintf("the event has an object of more than max_object_members (%d) members", r.cfg.MaxObjectMembers)}
 	}
-	if ev.input != nil && r.cfg.IncludeInput && len(ev.input) <= r.cfg.MaxInputBytes {
-		in := 2 * len(ev.input)
-		input := sizeOf(ev.input, ev.inputSize, (limit-c-in)/valueCost)
+	if ev.Input != nil && r.cfg.IncludeInput && len(ev.Input) <= r.cfg.MaxInputBytes {
+		in := 2 * len(ev.Input)
+		input := sizeOf(ev.Input, ev.InputSize, (limit-c-in)/valueCost)
 		if in += valueCost * input.Values; in <= limit-c && input.Widest <= r.cfg.MaxObjectMembers {
 			c += in
-			ev.withInput = true
+			ev.WithInput = true
 		}
 	}
 	return c, nil
@@ -71,7 +72,7 @@ func sizeOf(d []byte, known jsonscan.Size, maxValues int) jsonscan.Size {
 
 // batch gathers decoded events for one ConsumeLogs call within max_batch_records and max_batch_bytes.
 type batch struct {
-	events []decoded
+	events []decode.Event
 	cost   int
 }
 
@@ -81,7 +82,7 @@ func (b *batch) fits(cfg *Config, cost int) bool {
 	return len(b.events) == 0 || (len(b.events) < cfg.MaxBatchRecords && b.cost+cost <= cfg.MaxBatchBytes)
 }
 
-func (b *batch) add(ev decoded, cost int) {
+func (b *batch) add(ev decode.Event, cost int) {
 	b.events = append(b.events, ev)
 	b.cost += cost
 }

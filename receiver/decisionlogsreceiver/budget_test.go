@@ -15,6 +15,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.opentelemetry.io/collector/consumer/consumertest"
 	"go.opentelemetry.io/collector/receiver/receivertest"
+
+	"github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver/internal/decode"
 )
 
 // wideObject is an object of n members.
@@ -76,12 +78,12 @@ func TestBatchCostBoundsTheHeap(t *testing.T) {
 				raws[i] = bytes.Clone(s.event)
 			}
 			before := heapInUse()
-			events := make([]decoded, 0, s.n)
+			events := make([]decode.Event, 0, s.n)
 			price := 0
 			for _, raw := range raws {
-				ev, err := decodeAuto(raw)
+				ev, err := decode.Auto(raw)
 				if err != nil {
-					ev, err = decodeOPA(raw)
+					ev, err = decode.OPA(raw)
 				}
 				require.NoError(t, err)
 				c, err := r.price(&ev)
@@ -106,28 +108,28 @@ func TestPriceOmitsAnInputThatWouldPassTheBudget(t *testing.T) {
 	r, err := newReceiver(cfg, receivertest.NewNopSettings(NewFactory().Type()), new(consumertest.LogsSink))
 	require.NoError(t, err)
 
-	small, err := decodeOPA([]byte(`{"decision_id":"a","input":{"user":"alice"},"result":true}`))
+	small, err := decode.OPA([]byte(`{"decision_id":"a","input":{"user":"alice"},"result":true}`))
 	require.NoError(t, err)
 	_, err = r.price(&small)
 	require.NoError(t, err)
-	assert.True(t, small.withInput)
+	assert.True(t, small.WithInput)
 
 	// 20,000 values: within max_input_bytes, but about 1 MB as pdata.
-	big, err := decodeOPA(fmt.Appendf(nil, `{"decision_id":"b","input":[%s0],"result":true}`, strings.Repeat("0,", 20_000)))
+	big, err := decode.OPA(fmt.Appendf(nil, `{"decision_id":"b","input":[%s0],"result":true}`, strings.Repeat("0,", 20_000)))
 	require.NoError(t, err)
 	c, err := r.price(&big)
 	require.NoError(t, err)
-	assert.False(t, big.withInput, "the record leaves the input out")
+	assert.False(t, big.WithInput, "the record leaves the input out")
 	assert.LessOrEqual(t, c, cfg.MaxBatchBytes)
 
-	wide, err := decodeOPA(fmt.Appendf(nil, `{"decision_id":"c","input":%s,"result":true}`, wideObject(cfg.MaxObjectMembers+1)))
+	wide, err := decode.OPA(fmt.Appendf(nil, `{"decision_id":"c","input":%s,"result":true}`, wideObject(cfg.MaxObjectMembers+1)))
 	require.NoError(t, err)
 	_, err = r.price(&wide)
 	require.NoError(t, err)
-	assert.False(t, wide.withInput, "an input with an object wider than max_object_members is left out")
+	assert.False(t, wide.WithInput, "an input with an object wider than max_object_members is left out")
 
-	_, err = r.price(&decoded{body: fmt.Appendf(nil, `{"result":[%s0]}`, strings.Repeat("0,", 20_000))})
+	_, err = r.price(&decode.Event{Body: fmt.Appendf(nil, `{"result":[%s0]}`, strings.Repeat("0,", 20_000))})
 	assert.ErrorContains(t, err, "would take more than max_batch_bytes (65536) as a record")
-	_, err = r.price(&decoded{body: fmt.Appendf(nil, `{"result":%s}`, wideObject(cfg.MaxObjectMembers+1))})
+	_, err = r.price(&decode.Event{Body: fmt.Appendf(nil, `{"result":%s}`, wideObject(cfg.MaxObjectMembers+1))})
 	assert.ErrorContains(t, err, "has an object of more than max_object_members (100) members")
 }

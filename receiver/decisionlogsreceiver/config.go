@@ -16,6 +16,8 @@ import (
 	"go.opentelemetry.io/collector/config/configoptional"
 	"go.opentelemetry.io/collector/config/configtls"
 	"go.opentelemetry.io/collector/confmap"
+
+	"github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver/internal/decode"
 )
 
 // Formats of NDJSON streams.
@@ -25,6 +27,10 @@ const (
 	FormatGatekeeper = "gatekeeper"
 	FormatGeneric    = "generic"
 )
+
+// GenericMapping names, as dot-separated paths into each JSON object, where the decision fields are; the
+// generic decoder it configures lives with the other decoders.
+type GenericMapping = decode.GenericMapping
 
 // Config of the decision_logs receiver.
 type Config struct {

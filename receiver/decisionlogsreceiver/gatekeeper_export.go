@@ -22,19 +22,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/otelcol-policy/otelcol-policy/internal/storageclient"
-)
-
-// Gatekeeper's disk export driver (pkg/export/disk) writes into <path>/<channel>/: one file per audit run,
-// <audit ID with ':' as '_'>.txt under an exclusive flock, renamed to .log when the run completed, the newest
-// maxAuditResults of them kept; and (3.24) admission segments, admission-<UTC time>-<hex>.open renamed to .log
-// (or .recovered.log) when rotated, which the reader deletes once read and which Gatekeeper prunes unread past
-// its limits, though not while a reader holds their flock. Only .log files are complete, and only those named
-// as Gatekeeper names them are read (gatekeeper_export_names.go).
-const (
-	fileKindAudit     = "audit"
-	fileKindAdmission = "admission"
-	exportReadyExt    = ".log"
-	admissionPrefix   = "admission-"
+	"github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver/internal/gatekeeperexport"
 )
 
 // Reasons of otelcol_receiver_decision_logs_rejected for what the export directory holds besides Gatekeeper's
@@ -45,9 +33,6 @@ const (
 	reasonIncompleteRun  = "incomplete_run"
 	reasonDamagedState   = "damaged_state"
 )
-
-// errNotRegular is a file of the export directory that is no regular file when opened.
-var errNotRegular = errors.New("not a regular file")
 
 func exportListener(channel string) string { return "gatekeeper_export:" + channel }
 
@@ -219,21 +204,21 @@ func (g *gkExport) readChannel(channel string) error {
 	g.countOdd(channel, c, odd)
 	listedBefore := c.ListedAt
 	c.ListedAt = now.Unix()
-	c.unseen = map[string]int{fileKindAudit: maxAuditRunsOnDisk, fileKindAdmission: maxAdmissionSegmentsOnDisk}
+	c.unseen = map[string]int{gatekeeperexport.FileKindAudit: gatekeeperexport.MaxAuditRunsOnDisk, gatekeeperexport.FileKindAdmission: gatekeeperexport.MaxAdmissionSegmentsOnDisk}
 	g.noticeDeleted(channel, c, audit, admission)
 	var errs []error
 	for _, k := range []struct {
 		kind  string
 		files []gkFile
-	}{{fileKindAudit, audit}, {fileKindAdmission, admission}} {
+	}{{gatekeeperexport.FileKindAudit, audit}, {gatekeeperexport.FileKindAdmission, admission}} {
 		for _, f := range k.files {
 			if g.stopped() {
 				return nil
 			}
-			if k.kind == fileKindAudit && c.auditRead(f) {
+			if k.kind == gatekeeperexport.FileKindAudit && c.auditRead(f) {
 				continue
 			}
-			if k.kind == fileKindAudit {
+			if k.kind == gatekeeperexport.FileKindAudit {
 				g.checkSequence(channel, c, audit, f, listedBefore, now)
 			}
 			busy, err := g.readFile(channel, dir, c, k.kind, f.name)
@@ -272,15 +257,15 @@ func listExportFiles(dir string, now time.Time) (audit, admission []gkFile, odd 
 	odd = map[string]oddFile{}
 	for _, e := range entries {
 		name := e.Name()
-		if !strings.HasSuffix(name, exportReadyExt) {
+		if !strings.HasSuffix(name, gatekeeperexport.ReadyExt) {
 			continue
 		}
-		kind, run := parseExportName(name)
+		kind, run := gatekeeperexport.ParseName(name)
 		switch {
 		case kind == "":
 			odd[name] = oddFile{reasonUnknownFile, "Gatekeeper does not write this name"}
 			continue
-		case run.After(now.Add(auditIDFutureTolerance)):
+		case run.After(now.Add(gatekeeperexport.AuditIDFutureTolerance)):
 			odd[name] = oddFile{reasonUnknownFile, "its audit ID is in the future"}
 			continue
 		case !e.Type().IsRegular():
@@ -294,8 +279,8 @@ func listExportFiles(dir string, now time.Time) (audit, admission []gkFile, odd 
 		if err != nil {
 			return nil, nil, nil, err
 		}
-		f := gkFile{name: name, inode: fileInode(info), modTime: info.ModTime(), run: run}
-		if kind == fileKindAdmission {
+		f := gkFile{name: name, inode: gatekeeperexport.Inode(info), modTime: info.ModTime(), run: run}
+		if kind == gatekeeperexport.FileKindAdmission {
 			admission = append(admission, f)
 		} else {
 			audit = append(audit, f)
@@ -320,7 +305,7 @@ func (g *gkExport) noticeDeleted(channel string, c *gkChannel, audit, admission 
 			present[f.name] = struct{}{}
 		}
 	}
-	for _, kind := range []string{fileKindAudit, fileKindAdmission} {
+	for _, kind := range []string{gatekeeperexport.FileKindAudit, gatekeeperexport.FileKindAdmission} {
 		p := c.progress(kind)
 		if *p == nil {
 			continue
@@ -331,30 +316,30 @@ func (g *gkExport) noticeDeleted(channel string, c *gkChannel, audit, admission 
 		name := (*p).Name
 		// An admission segment read to its end was deleted by this reader, which then stopped before it
 		// recorded that.
-		if kind == fileKindAudit || (*p).Offset < (*p).Size {
+		if kind == gatekeeperexport.FileKindAudit || (*p).Offset < (*p).Size {
 			g.deletedUnread(channel, c, kind, name, "it was deleted while being read")
 		}
 		*p = nil
 		delete(c.listed, name)
-		if kind == fileKindAudit && auditRunAfter(name, c.AuditDone) {
+		if kind == gatekeeperexport.FileKindAudit && gatekeeperexport.AuditRunAfter(name, c.AuditDone) {
 			// The run cannot be completed; its violations stay those of the run before (audit_changes).
 			c.AuditDone, c.AuditDoneInode = name, 0
 		}
 		g.save(channel, c, false)
 	}
 	for name, kind := range c.listed {
-		if _, ok := present[name]; !ok && (kind != fileKindAudit || auditRunAfter(name, c.AuditDone)) {
+		if _, ok := present[name]; !ok && (kind != gatekeeperexport.FileKindAudit || gatekeeperexport.AuditRunAfter(name, c.AuditDone)) {
 			g.deletedUnread(channel, c, kind, name, "it was deleted before it was read")
 		}
 	}
 	c.listed = make(map[string]string, len(present))
 	for _, f := range audit {
-		if auditRunAfter(f.name, c.AuditDone) {
-			c.listed[f.name] = fileKindAudit
+		if gatekeeperexport.AuditRunAfter(f.name, c.AuditDone) {
+			c.listed[f.name] = gatekeeperexport.FileKindAudit
 		}
 	}
 	for _, f := range admission {
-		c.listed[f.name] = fileKindAdmission
+		c.listed[f.name] = gatekeeperexport.FileKindAdmission
 	}
 	// Consecutive runs on disk are consecutive runs: Gatekeeper prunes the oldest only.
 	var interval time.Duration
@@ -387,16 +372,16 @@ func (g *gkExport) checkSequence(channel string, c *gkChannel, audit []gkFile, n
 			return
 		}
 	}
-	last, _ := auditRunTime(c.AuditDone)
+	last, _ := gatekeeperexport.AuditRunTime(c.AuditDone)
 	d := next.run.Sub(last)
 	if d <= c.Interval*3/2 {
 		return
 	}
-	missing := int(min((d+c.Interval/2)/c.Interval, d/minAuditInterval)) - 1
+	missing := int(min((d+c.Interval/2)/c.Interval, d/gatekeeperexport.MinAuditInterval)) - 1
 	if listedBefore > 0 {
-		missing = min(missing, int(now.Sub(time.Unix(listedBefore, 0))/minAuditInterval)+2)
+		missing = min(missing, int(now.Sub(time.Unix(listedBefore, 0))/gatekeeperexport.MinAuditInterval)+2)
 	}
-	g.gap(channel, fileKindAudit, next.name, max(missing, 1), "runs between "+auditRunID(c.AuditDone)+" and this one were deleted before they were read")
+	g.gap(channel, gatekeeperexport.FileKindAudit, next.name, max(missing, 1), "runs between "+gatekeeperexport.AuditRunID(c.AuditDone)+" and this one were deleted before they were read")
 }
 
 // deletedUnread counts a file deleted before it was read, unless more were counted since the last listing than
@@ -414,8 +399,8 @@ func (g *gkExport) gap(channel, kind, name string, n int, why string) {
 	g.r.telemetry.ReceiverDecisionLogsExportGaps.Add(context.Background(), int64(n), metric.WithAttributes(
 		attribute.String("channel", channel)))
 	fields := []zap.Field{zap.String("channel", channel), zap.String("file", name), zap.Int("files", n), zap.String("why", why)}
-	if kind == fileKindAudit {
-		fields = append(fields, zap.String("audit_id", auditRunID(name)))
+	if kind == gatekeeperexport.FileKindAudit {
+		fields = append(fields, zap.String("audit_id", gatekeeperexport.AuditRunID(name)))
 	}
 	g.r.set.Logger.Warn("Gatekeeper deleted export files before they were read: their violations are lost; "+
 		"raise the Connection's maxAuditResults or lower poll_interval", fields...)

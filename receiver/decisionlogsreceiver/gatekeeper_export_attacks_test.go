@@ -20,6 +20,7 @@ import (
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/filestoragetest"
+	"github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver/internal/gatekeeperexport"
 )
 
 // Files that are not Gatekeeper's in the export directory, which is shared with whatever else may write there
@@ -215,7 +216,7 @@ func TestGatekeeperExportGapsAreBoundedByWhatCanExist(t *testing.T) {
 	}
 	release()
 	g.poll()
-	assert.LessOrEqual(t, g.gaps()-before, int64(maxAuditRunsOnDisk+2))
+	assert.LessOrEqual(t, g.gaps()-before, int64(gatekeeperexport.MaxAuditRunsOnDisk+2))
 }
 
 // storeClient opens the receiver's storage as the collector would, with the receiver stopped.

@@ -5,10 +5,10 @@
 
 package decisionlogsreceiver
 
-// go test -run '^$' -bench GatekeeperViolations -count 5: Gatekeeper's audit violations (testdata/decoders/
-// gatekeeper_audit.json, 600 B) read from complete .log files of the disk export, and the same lines written to
-// an NDJSON Unix socket (the former socat recipe), each into a pipeline that takes them; results in README.md
-// ("Performance").
+// go test -run '^$' -bench GatekeeperViolations -count 5: Gatekeeper's audit violations
+// (internal/decode/testdata/decoders/gatekeeper_audit.json, 600 B) read from complete .log files of the disk
+// export, and the same lines written to an NDJSON Unix socket (the former socat recipe), each into a pipeline
+// that takes them; results in README.md ("Performance").
 
 import (
 	"bytes"
@@ -166,7 +166,7 @@ func BenchmarkGatekeeperViolationsFromNDJSONSocket(b *testing.B) {
 const stateViolations = 100_000
 
 // stateViolationLines are the violations of a large cluster's audit run: Gatekeeper's audit violation
-// (testdata/decoders/gatekeeper_audit.json, 600 B) of one Pod after another, over 50 namespaces.
+// (internal/decode/testdata/decoders/gatekeeper_audit.json, 600 B) of one Pod after another, over 50 namespaces.
 func stateViolationLines(b *testing.B) []string {
 	line := benchAuditLines(b)[0]
 	lines := make([]string, stateViolations)

@@ -15,6 +15,8 @@ import (
 
 	"github.com/otelcol-policy/otelcol-policy/internal/jsonscan"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+	"github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver/internal/decode"
+	"github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver/internal/gatekeeperexport"
 )
 
 // auditChanges compares an audit run with the complete run before it (audit_changes). Audit runs are
@@ -35,8 +37,8 @@ type auditChanges struct {
 // disappeared is known only at the run's end, and the run is read again from its recorded offset after a
 // restart, so the comparison must not depend on how far it was sent.
 func (g *gkExport) scanRun(f io.Reader, prev *gkViolations, name string) (*auditChanges, error) {
-	a := &auditChanges{prev: prev, runID: auditRunID(name)}
-	a.runTime, _ = auditRunTime(name)
+	a := &auditChanges{prev: prev, runID: gatekeeperexport.AuditRunID(name)}
+	a.runTime, _ = gatekeeperexport.AuditRunTime(name)
 	b := newViolationsBuilder(a.runID)
 	br := bufio.NewReaderSize(f, readBufferSize)
 	var lines arena
@@ -50,8 +52,8 @@ func (g *gkExport) scanRun(f io.Reader, prev *gkViolations, name string) (*audit
 			if !tooLong {
 				marker = auditMarkerOf(line, a.runID)
 				// Malformed lines are counted when the run is sent.
-				if ev, derr := decodeGatekeeper(line); derr == nil {
-					b.add(ev.decision.ViolationHashes().Key, &ev.decision)
+				if ev, derr := decode.Gatekeeper(line); derr == nil {
+					b.add(ev.Decision.ViolationHashes().Key, &ev.Decision)
 				}
 			}
 			if !seen {
@@ -99,12 +101,12 @@ func auditMarkerOf(line []byte, id string) string {
 }
 
 // state tells whether a violation of the run is new or changed since the previous run; false when it is not.
-func (a *auditChanges) state(ev *decoded) (policyresult.State, bool) {
-	i, ok := a.prev.find(ev.decision.ViolationHashes().Key)
+func (a *auditChanges) state(ev *decode.Event) (policyresult.State, bool) {
+	i, ok := a.prev.find(ev.Decision.ViolationHashes().Key)
 	switch {
 	case !ok:
 		return policyresult.StateNew, true
-	case a.prev.action(i) != ev.decision.Action:
+	case a.prev.action(i) != ev.Decision.Action:
 		return policyresult.StateChanged, true
 	}
 	return policyresult.StateNone, false
@@ -128,24 +130,24 @@ func (a *auditChanges) gone() []int {
 
 // resolvedEvent is the record of violation i of the previous run, which this run no longer reports: its event,
 // at this run's time, with an ID of its own.
-func (a *auditChanges) resolvedEvent(i int) (decoded, error) {
+func (a *auditChanges) resolvedEvent(i int) (decode.Event, error) {
 	raw, err := a.prev.event(i)
 	if err != nil {
-		return decoded{}, err
+		return decode.Event{}, err
 	}
-	ev, err := decodeGatekeeper(raw)
+	ev, err := decode.Gatekeeper(raw)
 	if err != nil {
-		return decoded{}, err
+		return decode.Event{}, err
 	}
 	key := a.prev.keys[i]
-	if ev.decision.ViolationHashes().Key != key {
-		return decoded{}, fmt.Errorf("%w: the fields of violation %s do not match its key", errDamaged, key)
+	if ev.Decision.ViolationHashes().Key != key {
+		return decode.Event{}, fmt.Errorf("%w: the fields of violation %s do not match its key", errDamaged, key)
 	}
 	if !a.runTime.IsZero() {
-		ev.decision.Timestamp = a.runTime
+		ev.Decision.Timestamp = a.runTime
 	}
-	ev.decision.ID = policyresult.ContentDecisionID(ev.decision.Kind, a.runID, string(policyresult.StateResolved), key.String())
-	ev.state = policyresult.StateResolved
+	ev.Decision.ID = policyresult.ContentDecisionID(ev.Decision.Kind, a.runID, string(policyresult.StateResolved), key.String())
+	ev.State = policyresult.StateResolved
 	return ev, nil
 }
 

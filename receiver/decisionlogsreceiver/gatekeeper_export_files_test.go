@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver/internal/gatekeeperexport"
 )
 
 // These helpers write the files of Gatekeeper's disk export driver as pkg/export/disk does: an audit run as
@@ -84,7 +86,7 @@ func admissionViolation(uid, namespace, name string) string {
 func writeAdmissionSegment(t testing.TB, dir string, ts time.Time, lines ...string) string {
 	t.Helper()
 	require.NoError(t, os.MkdirAll(dir, 0o770))
-	name := admissionPrefix + ts.UTC().Format("20060102T150405.000000000Z") + "-0123456789abcdef"
+	name := gatekeeperexport.AdmissionPrefix + ts.UTC().Format("20060102T150405.000000000Z") + "-0123456789abcdef"
 	open := filepath.Join(dir, name+".open")
 	f, err := os.OpenFile(open, os.O_CREATE|os.O_EXCL|os.O_WRONLY|os.O_APPEND|syscall.O_NOFOLLOW, 0o660)
 	require.NoError(t, err)

@@ -21,6 +21,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/otelcol-policy/otelcol-policy/internal/jsonscan"
+	"github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver/internal/decode"
+	"github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver/internal/gatekeeperexport"
 )
 
 // readFile reads one complete file from where the pipeline last accepted it to its end, holding the file's
@@ -32,9 +34,9 @@ import (
 // records were accepted. A collector that dies re-sends at most the batch it was handing over.
 func (g *gkExport) readFile(channel, dir string, c *gkChannel, kind, name string) (busy bool, err error) {
 	path := filepath.Join(dir, name)
-	f, err := openExportFile(path)
+	f, err := gatekeeperexport.OpenFile(path)
 	// Listed a moment ago as a regular file: pruned since, or replaced by what is none (a FIFO renamed over it).
-	if gone, replaced := errors.Is(err, fs.ErrNotExist), errors.Is(err, errNotRegular); gone || replaced {
+	if gone, replaced := errors.Is(err, fs.ErrNotExist), errors.Is(err, gatekeeperexport.ErrNotRegular); gone || replaced {
 		why := "it was deleted before it was read"
 		if replaced {
 			why = "it was replaced before it was read by what is not a regular file"
@@ -43,7 +45,7 @@ func (g *gkExport) readFile(channel, dir string, c *gkChannel, kind, name string
 		}
 		g.deletedUnread(channel, c, kind, name, why)
 		delete(c.listed, name)
-		if kind == fileKindAudit {
+		if kind == gatekeeperexport.FileKindAudit {
 			c.AuditDone, c.AuditDoneInode, c.Audit = name, 0, nil
 			g.save(channel, c, false)
 		}
@@ -65,14 +67,14 @@ func (g *gkExport) readFile(channel, dir string, c *gkChannel, kind, name string
 		return false, err
 	}
 	p := c.progress(kind)
-	if *p == nil || (*p).Name != name || (*p).Inode != fileInode(fi) || (*p).Size != fi.Size() {
-		*p = &gkProgress{Name: name, Inode: fileInode(fi), Size: fi.Size()}
+	if *p == nil || (*p).Name != name || (*p).Inode != gatekeeperexport.Inode(fi) || (*p).Size != fi.Size() {
+		*p = &gkProgress{Name: name, Inode: gatekeeperexport.Inode(fi), Size: fi.Size()}
 	}
 	rd := &gkRead{g: g, channel: channel, listener: exportListener(channel), c: c, p: *p}
 	// A complete file does not change: what is appended after it was opened is not Gatekeeper's, and is not
 	// read, so that a file that never ends holds nothing up.
 	size := fi.Size()
-	if kind == fileKindAudit && g.cfg.AuditChanges {
+	if kind == gatekeeperexport.FileKindAudit && g.cfg.AuditChanges {
 		if rd.changes, err = g.scanRun(io.NewSectionReader(f, 0, size), c.violations, name); err != nil {
 			return false, err
 		}
@@ -85,7 +87,7 @@ func (g *gkExport) readFile(channel, dir string, c *gkChannel, kind, name string
 		return false, nil
 	}
 	switch kind {
-	case fileKindAdmission:
+	case gatekeeperexport.FileKindAdmission:
 		// Its end is recorded: a collector that dies before the removal deletes it at the next start without
 		// sending it again.
 		if err := os.Remove(path); err != nil && !errors.Is(err, fs.ErrNotExist) {
@@ -93,8 +95,8 @@ func (g *gkExport) readFile(channel, dir string, c *gkChannel, kind, name string
 		}
 		c.Admission = nil
 		g.save(channel, c, false)
-	case fileKindAudit:
-		c.AuditDone, c.AuditDoneInode, c.Audit = name, fileInode(fi), nil
+	case gatekeeperexport.FileKindAudit:
+		c.AuditDone, c.AuditDoneInode, c.Audit = name, gatekeeperexport.Inode(fi), nil
 		if rd.changes != nil {
 			c.violations = rd.changes.next
 		}
@@ -177,12 +179,12 @@ func (rd *gkRead) decodeLines(f io.Reader, h *gkHandover) (bool, error) {
 }
 
 // keep filters an audit run's violations to the changes (audit_changes) and marks them; every event otherwise.
-func (rd *gkRead) keep(ev *decoded) bool {
+func (rd *gkRead) keep(ev *decode.Event) bool {
 	if rd.changes == nil {
 		return true
 	}
 	st, changed := rd.changes.state(ev)
-	ev.state = st
+	ev.State = st
 	return changed
 }
 
@@ -301,10 +303,10 @@ func (h *gkHandover) wait() bool {
 
 // decodeExportLine decodes a line of an export file; the start and completion markers of an audit run are no
 // decision.
-func decodeExportLine(raw []byte) (decoded, error) {
-	ev, err := decodeGatekeeper(raw)
+func decodeExportLine(raw []byte) (decode.Event, error) {
+	ev, err := decode.Gatekeeper(raw)
 	if err != nil && isAuditMarker(raw) {
-		return decoded{}, errNotDecision
+		return decode.Event{}, decode.ErrNotDecision
 	}
 	return ev, err
 }

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	"go.opentelemetry.io/collector/extension/xextension/storage"
+
+	"github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver/internal/gatekeeperexport"
 )
 
 // gkChannel is what the gatekeeper_export input knows of one channel directory. The persisted part says what
@@ -63,25 +65,25 @@ type gkProgress struct {
 // auditRead says whether the audit run f was read: it started before the last run read, or is that run's file
 // (whose inode is unknown when it was not read, or recorded by an older version).
 func (c *gkChannel) auditRead(f gkFile) bool {
-	return auditRunAfter(c.AuditDone, f.name) ||
+	return gatekeeperexport.AuditRunAfter(c.AuditDone, f.name) ||
 		(f.name == c.AuditDone && (c.AuditDoneInode == 0 || f.inode == c.AuditDoneInode))
 }
 
 // check says what in progress read from storage cannot be: this version writes none of it, so the state is
 // damaged (or written by a version that read names Gatekeeper does not write).
 func (c *gkChannel) check(now time.Time) error {
-	if t, ok := auditRunTime(c.AuditDone); c.AuditDone != "" && (!ok || t.After(now.Add(auditIDFutureTolerance))) {
+	if t, ok := gatekeeperexport.AuditRunTime(c.AuditDone); c.AuditDone != "" && (!ok || t.After(now.Add(gatekeeperexport.AuditIDFutureTolerance))) {
 		return fmt.Errorf("last run read %q is no audit run's file, or one from the future", c.AuditDone)
 	}
 	if c.Interval < 0 || c.ListedAt < 0 {
 		return fmt.Errorf("negative interval %d or listing time %d", c.Interval, c.ListedAt)
 	}
-	for _, k := range []string{fileKindAudit, fileKindAdmission} {
+	for _, k := range []string{gatekeeperexport.FileKindAudit, gatekeeperexport.FileKindAdmission} {
 		p := *c.progress(k)
 		if p == nil {
 			continue
 		}
-		if kind, _ := parseExportName(p.Name); kind != k {
+		if kind, _ := gatekeeperexport.ParseName(p.Name); kind != k {
 			return fmt.Errorf("%s file being read %q is no %s file", k, p.Name, k)
 		}
 		if p.Offset < 0 || p.Offset > p.Size || p.Resolved < 0 {
@@ -92,7 +94,7 @@ func (c *gkChannel) check(now time.Time) error {
 }
 
 func (c *gkChannel) progress(kind string) **gkProgress {
-	if kind == fileKindAudit {
+	if kind == gatekeeperexport.FileKindAudit {
 		return &c.Audit
 	}
 	return &c.Admission

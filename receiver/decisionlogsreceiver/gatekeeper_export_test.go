@@ -28,6 +28,7 @@ import (
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/filestoragetest"
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/statustest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+	"github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver/internal/gatekeeperexport"
 	"github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver/internal/metadatatest"
 )
 
@@ -165,8 +166,8 @@ func TestGatekeeperExportReadsCompleteFilesOfEveryChannel(t *testing.T) {
 	writing, txt := startAuditRun(t, dir, r2)
 	_, err := writing.WriteString(marker(r2, auditStartedMsg) + "\n" + auditViolation(r2, "c1", "shop", "p9", "deny") + "\n")
 	require.NoError(t, err)
-	open := filepath.Join(dir, admissionPrefix+"20261124T080000.000000000Z-aaaaaaaaaaaaaaaa.open")
-	deleting := filepath.Join(dir, admissionPrefix+"20261124T075900.000000000Z-bbbbbbbbbbbbbbbb.log.deleting")
+	open := filepath.Join(dir, gatekeeperexport.AdmissionPrefix+"20261124T080000.000000000Z-aaaaaaaaaaaaaaaa.open")
+	deleting := filepath.Join(dir, gatekeeperexport.AdmissionPrefix+"20261124T075900.000000000Z-bbbbbbbbbbbbbbbb.log.deleting")
 	for _, p := range []string{open, deleting} {
 		require.NoError(t, os.WriteFile(p, []byte(admissionViolation("uid-x", "shop", "never")+"\n"), 0o660))
 	}
@@ -186,8 +187,8 @@ func TestGatekeeperExportReadsCompleteFilesOfEveryChannel(t *testing.T) {
 	assert.Equal(t, t0.Add(time.Minute), got[3].Timestamp)
 	assert.NotEqual(t, got[0].ID, got[3].ID, "each run's violation is a decision of its own")
 	assert.Equal(t, int64(4), g.rejectedCount("gatekeeper_export:"+channel, "not_decision"), "two markers a run")
-	assert.Equal(t, int64(2), g.files(fileKindAudit))
-	assert.Equal(t, int64(1), g.files(fileKindAdmission))
+	assert.Equal(t, int64(2), g.files(gatekeeperexport.FileKindAudit))
+	assert.Equal(t, int64(1), g.files(gatekeeperexport.FileKindAdmission))
 
 	assert.True(t, exists(run0) && exists(run1), "audit runs are Gatekeeper's to prune")
 	assert.False(t, exists(seg) || exists(other), "admission segments are deleted once accepted")
@@ -395,7 +396,7 @@ func TestGatekeeperExportReadsARunRenamedOverTheRunBefore(t *testing.T) {
 	assert.Equal(t, []string{"audit c1 shop/p1", "audit c1 shop/p2"}, first.seen(), "the second run of that second")
 	first.poll()
 	assert.Len(t, first.seen(), 2)
-	assert.Equal(t, int64(2), first.files(fileKindAudit))
+	assert.Equal(t, int64(2), first.files(gatekeeperexport.FileKindAudit))
 	first.stop()
 
 	second := restart(t, cfg, storeDir)
@@ -473,7 +474,7 @@ func TestGatekeeperExportSkipsMalformedLinesAndConsumesTheFile(t *testing.T) {
 	listener := "gatekeeper_export:" + channel
 	assert.Equal(t, int64(2), g.rejectedCount(listener, "event"))
 	assert.Equal(t, int64(1), g.rejectedCount(listener, "line_too_long"))
-	assert.Equal(t, int64(1), g.files(fileKindAudit), "the file is consumed all the same")
+	assert.Equal(t, int64(1), g.files(gatekeeperexport.FileKindAudit), "the file is consumed all the same")
 	g.poll()
 	assert.Len(t, g.seen(), 2)
 }
@@ -498,7 +499,7 @@ func TestGatekeeperExportReadsTheNextBatchWhileOneIsHandedOver(t *testing.T) {
 	release.Do(func() { close(sink.gate) })
 	g.waitPoll()
 	assert.Equal(t, []string{"audit c1 shop/p1", "audit c1 shop/p2", "audit c1 shop/p3"}, g.seen(), "in order")
-	assert.Equal(t, int64(1), g.files(fileKindAudit))
+	assert.Equal(t, int64(1), g.files(gatekeeperexport.FileKindAudit))
 }
 
 func TestGatekeeperExportRetriesWhileThePipelineRefuses(t *testing.T) {
@@ -519,7 +520,7 @@ func TestGatekeeperExportRetriesWhileThePipelineRefuses(t *testing.T) {
 	sink.refusing.Store(false)
 	g.waitPoll()
 	assert.Equal(t, want, g.seen(), "each record once, in order")
-	assert.Equal(t, int64(1), g.files(fileKindAudit))
+	assert.Equal(t, int64(1), g.files(gatekeeperexport.FileKindAudit))
 }
 
 func TestGatekeeperExportFaultsAreStatuses(t *testing.T) {

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+	"github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver/internal/gatekeeperexport"
 )
 
 // gkViolations are the violations of one complete audit run (audit_changes), compact enough that the
@@ -208,7 +209,7 @@ func unmarshalViolations(b []byte) (*gkViolations, error) {
 	}
 	r := &byteReader{b: body[len(violationsFormat):]}
 	v := &gkViolations{run: r.string()}
-	if _, ok := auditRunTime(strings.ReplaceAll(v.run, ":", "_") + exportReadyExt); !ok && r.err == nil {
+	if _, ok := gatekeeperexport.AuditRunTime(strings.ReplaceAll(v.run, ":", "_") + gatekeeperexport.ReadyExt); !ok && r.err == nil {
 		return nil, fmt.Errorf("%w: run %q is no audit ID", errDamaged, v.run)
 	}
 	n := r.count(1)

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+	"github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver/internal/decode"
 )
 
 // gkViolationsOf builds the violations of the run from Gatekeeper's lines.
@@ -21,9 +22,9 @@ func gkViolationsOf(t testing.TB, run string, lines ...[]byte) *gkViolations {
 	t.Helper()
 	b := newViolationsBuilder(run)
 	for _, line := range lines {
-		ev, err := decodeGatekeeper(bytes.Clone(line))
+		ev, err := decode.Gatekeeper(bytes.Clone(line))
 		require.NoError(t, err)
-		b.add(ev.decision.ViolationHashes().Key, &ev.decision)
+		b.add(ev.Decision.ViolationHashes().Key, &ev.Decision)
 	}
 	return b.build()
 }
@@ -44,20 +45,20 @@ func TestKeptViolationsDecodeAsTheirEvents(t *testing.T) {
 	assert.Equal(t, v, stored, "the stored form reads back")
 
 	for _, line := range lines {
-		ev, err := decodeGatekeeper(bytes.Clone(line))
+		ev, err := decode.Gatekeeper(bytes.Clone(line))
 		require.NoError(t, err)
-		key := ev.decision.ViolationHashes().Key
+		key := ev.Decision.ViolationHashes().Key
 		i, ok := stored.find(key)
 		require.True(t, ok, "%s", line)
 		a := &auditChanges{prev: stored, runID: runAt(1), complete: true}
 		got, err := a.resolvedEvent(i)
 		require.NoError(t, err, "%s", line)
-		want := ev.decision
-		want.Timestamp, want.ID = got.decision.Timestamp, got.decision.ID
-		assert.Equal(t, want, got.decision, "%s", line)
-		assert.Equal(t, policyresult.StateResolved, got.state)
+		want := ev.Decision
+		want.Timestamp, want.ID = got.Decision.Timestamp, got.Decision.ID
+		assert.Equal(t, want, got.Decision, "%s", line)
+		assert.Equal(t, policyresult.StateResolved, got.State)
 		var body map[string]any
-		require.NoError(t, json.Unmarshal(got.body, &body))
+		require.NoError(t, json.Unmarshal(got.Body, &body))
 		assert.Equal(t, runAt(0), body["id"], "the run that reported it last")
 	}
 }
@@ -67,9 +68,9 @@ func TestKeptViolationsOfOneKeyAreTheLastOnes(t *testing.T) {
 	v := gkViolationsOf(t, r, []byte(auditViolation(r, "c1", "shop", "a", "deny")),
 		[]byte(auditViolation(r, "c1", "shop", "b", "deny")), []byte(auditViolation(r, "c1", "shop", "a", "warn")))
 	require.Equal(t, 2, v.len())
-	ev, err := decodeGatekeeper([]byte(auditViolation(r, "c1", "shop", "a", "deny")))
+	ev, err := decode.Gatekeeper([]byte(auditViolation(r, "c1", "shop", "a", "deny")))
 	require.NoError(t, err)
-	i, ok := v.find(ev.decision.ViolationHashes().Key)
+	i, ok := v.find(ev.Decision.ViolationHashes().Key)
 	require.True(t, ok)
 	assert.Equal(t, policyresult.ActionWarn, v.action(i))
 }

@@ -22,6 +22,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/otelcol-policy/otelcol-policy/pkg/connlimit"
+	"github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver/internal/decode"
 )
 
 // ndjsonListener accepts stream connections and reads one JSON event per line from each. Every connection is
@@ -34,7 +35,7 @@ type ndjsonListener struct {
 	cfg     *NDJSONConfig
 	ln      net.Listener
 	sock    *unixSocket
-	decode  decodeFunc
+	decode  decode.Func
 	obs     *receiverhelper.ObsReport
 	limiter logLimiter
 
@@ -50,13 +51,13 @@ func (r *decisionsReceiver) listen(cfg *NDJSONConfig) (*ndjsonListener, error) {
 	l := &ndjsonListener{r: r, cfg: cfg, conns: map[net.Conn]struct{}{}}
 	switch cfg.Format {
 	case FormatOPA:
-		l.decode = decodeOPA
+		l.decode = decode.OPA
 	case FormatGatekeeper:
-		l.decode = decodeGatekeeper
+		l.decode = decode.Gatekeeper
 	case FormatGeneric:
-		l.decode = newGenericDecoder(r.cfg.Generic)
+		l.decode = decode.NewGeneric(r.cfg.Generic)
 	default:
-		l.decode = decodeAuto
+		l.decode = decode.Auto
 	}
 	obs, err := receiverhelper.NewObsReport(receiverhelper.ObsReportSettings{
 		ReceiverID: r.set.ID, Transport: cfg.Transport, ReceiverCreateSettings: r.set,
@@ -224,28 +225,28 @@ func (l *ndjsonListener) timedOut(dc *deadlineConn, lineNo int) {
 	l.r.rejected(&l.limiter, l.cfg.name(), "idle_timeout", 1, zap.Duration("idle_timeout", l.cfg.IdleTimeout))
 }
 
-func (l *ndjsonListener) decodeLine(line []byte, lineNo int) (decoded, int, bool) {
+func (l *ndjsonListener) decodeLine(line []byte, lineNo int) (decode.Event, int, bool) {
 	return l.r.decodeLine(l.decode, l.cfg.name(), &l.limiter, line, lineNo)
 }
 
 // decodeLine decodes and prices one line of a stream or file; false when it is counted as rejected instead.
 // The line's bytes are part of its price: the batch holds them until it is handed over.
-func (r *decisionsReceiver) decodeLine(decode decodeFunc, listener string, lim *logLimiter, line []byte, lineNo int) (decoded, int, bool) {
-	ev, err := decode(line)
-	if errors.Is(err, errNotDecision) {
+func (r *decisionsReceiver) decodeLine(decodeEvent decode.Func, listener string, lim *logLimiter, line []byte, lineNo int) (decode.Event, int, bool) {
+	ev, err := decodeEvent(line)
+	if errors.Is(err, decode.ErrNotDecision) {
 		// Gatekeeper's audit_started lines, or JSON that is no decision at all: counted apart from
 		// malformed events, and not logged, since a shared stream may carry them routinely.
 		r.notDecision(listener)
-		return decoded{}, 0, false
+		return decode.Event{}, 0, false
 	}
 	if err != nil {
 		r.rejected(lim, listener, "event", 1, zap.Int("line", lineNo), zap.Error(err))
-		return decoded{}, 0, false
+		return decode.Event{}, 0, false
 	}
 	cost, err := r.price(&ev)
 	if err != nil {
 		r.rejected(lim, listener, "event_too_large", 1, zap.Int("line", lineNo), zap.Error(err))
-		return decoded{}, 0, false
+		return decode.Event{}, 0, false
 	}
 	return ev, cost + len(line), true
 }
@@ -318,7 +319,7 @@ func (l *ndjsonListener) flush(b *batch, lines *arena, dc *deadlineConn) bool {
 	return true
 }
 
-func (l *ndjsonListener) deliver(batch []decoded) bool {
+func (l *ndjsonListener) deliver(batch []decode.Event) bool {
 	return l.r.deliver(l.obs, l.cfg.Format, l.cfg.name(), &l.limiter, batch)
 }
 

@@ -22,6 +22,7 @@ import (
 	"go.opentelemetry.io/otel/sdk/metric/metricdata"
 
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/testcerts"
+	"github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver/internal/decode"
 )
 
 // openConnections is the receiver's gauge of open stream connections.
@@ -227,7 +228,7 @@ func TestNDJSONBatchesStayWithinMaxBatchBytes(t *testing.T) {
 	cfg, path := unixConfig(t)
 	cfg.MaxBatchBytes = minBatchBytes
 	tr := startReceiver(t, cfg)
-	ev, err := decodeGatekeeper([]byte(gatekeeperLine(100)))
+	ev, err := decode.Gatekeeper([]byte(gatekeeperLine(100)))
 	require.NoError(t, err)
 	price, err := tr.rcv.price(&ev)
 	require.NoError(t, err)

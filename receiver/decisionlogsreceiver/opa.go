@@ -19,6 +19,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/otelcol-policy/otelcol-policy/pkg/connlimit"
+	"github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver/internal/decode"
 )
 
 const opaListener = "opa"
@@ -84,9 +85,9 @@ func (e *opaEndpoint) handle(w http.ResponseWriter, req *http.Request) {
 		e.readFailed(w, err)
 		return
 	}
-	events, err := splitEvents(body, e.cfg.MaxEventsPerRequest)
+	events, err := decode.SplitEvents(body, e.cfg.MaxEventsPerRequest)
 	if err != nil {
-		if errors.Is(err, errTooManyEvents) {
+		if errors.Is(err, decode.ErrTooManyEvents) {
 			e.r.rejected(&e.limiter, opaListener, "too_many_events", 1, zap.Int("max_events_per_request", e.cfg.MaxEventsPerRequest))
 			http.Error(w, fmt.Sprintf("more than %d decision events in one upload", e.cfg.MaxEventsPerRequest), http.StatusRequestEntityTooLarge)
 			return
@@ -99,7 +100,7 @@ func (e *opaEndpoint) handle(w http.ResponseWriter, req *http.Request) {
 	// most one batch whatever its size; the answer waits for all of them.
 	var b batch
 	for i := range events {
-		ev, err := events[i].decode(nil)
+		ev, err := events[i].Decode(nil)
 		if err != nil {
 			// One bad event does not cost OPA the rest of its chunk.
 			e.r.rejected(&e.limiter, opaListener, "event", 1, zap.Int("event", i), zap.Error(err))

@@ -16,6 +16,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver/internal/decode"
 )
 
 // opaURL is where the test receiver's OPA endpoint listens.
@@ -95,7 +97,7 @@ func TestOPAUploadIsDeliveredInBatches(t *testing.T) {
 		cfg := opaConfig(t)
 		cfg.MaxBatchBytes = minBatchBytes
 		tr := startReceiver(t, cfg)
-		ev, err := decodeOPA([]byte(opaEvent("x", true)))
+		ev, err := decode.OPA([]byte(opaEvent("x", true)))
 		require.NoError(t, err)
 		price, err := tr.rcv.price(&ev)
 		require.NoError(t, err)

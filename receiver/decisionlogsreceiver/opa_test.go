@@ -18,6 +18,7 @@ import (
 
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/collectortest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+	"github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver/internal/decode"
 )
 
 func opaConfig(t *testing.T) *Config {
@@ -116,12 +117,12 @@ func TestOPAEndpointIncludesBoundedInputs(t *testing.T) {
 
 func TestSplitEvents(t *testing.T) {
 	for body, want := range map[string]int{`[]`: 0, ` [ {"a":1} , {"b":[2,3]} ] `: 2, `{"decision_id":"x"}`: 1} {
-		ev, err := splitEvents([]byte(body), 10)
+		ev, err := decode.SplitEvents([]byte(body), 10)
 		require.NoError(t, err, body)
 		assert.Len(t, ev, want, body)
 	}
 	for _, bad := range []string{``, `"x"`, `[{"a":1},]`, `[{"a":1}`, `[{"a":1}] x`, `{"a":1} {}`, `[1 2]`, `{{{`} {
-		_, err := splitEvents([]byte(bad), 10)
+		_, err := decode.SplitEvents([]byte(bad), 10)
 		assert.Error(t, err, bad)
 	}
 }

@@ -23,6 +23,7 @@ import (
 
 	"github.com/otelcol-policy/otelcol-policy/internal/jsonpdata"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+	"github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver/internal/decode"
 	"github.com/otelcol-policy/otelcol-policy/receiver/decisionlogsreceiver/internal/metadata"
 )
 
@@ -114,7 +115,7 @@ func (r *decisionsReceiver) rejected(lim *logLimiter, listener, reason string, n
 }
 
 // toLogs builds the records of a batch of decisions.
-func (r *decisionsReceiver) toLogs(batch []decoded) plog.Logs {
+func (r *decisionsReceiver) toLogs(batch []decode.Event) plog.Logs {
 	ld := plog.NewLogs()
 	rl := ld.ResourceLogs().AppendEmpty()
 	policyresult.WriteResource(rl.Resource(), r.cfg.ClusterName)
@@ -126,23 +127,23 @@ func (r *decisionsReceiver) toLogs(batch []decoded) plog.Logs {
 	for i := range batch {
 		ev := &batch[i]
 		lr := lrs.AppendEmpty()
-		policyresult.WriteDecisionLogRecord(&ev.decision, lr)
-		if ev.state != policyresult.StateNone {
-			policyresult.WriteDecisionState(lr, ev.state)
+		policyresult.WriteDecisionLogRecord(&ev.Decision, lr)
+		if ev.State != policyresult.StateNone {
+			policyresult.WriteDecisionState(lr, ev.State)
 		}
 		lr.SetObservedTimestamp(now)
-		if err := jsonpdata.SetValue(ev.body, lr.Body()); err != nil {
-			lr.Body().SetStr(string(ev.body))
+		if err := jsonpdata.SetValue(ev.Body, lr.Body()); err != nil {
+			lr.Body().SetStr(string(ev.Body))
 		}
-		if ev.input == nil {
+		if ev.Input == nil {
 			continue
 		}
-		lr.Attributes().PutInt(policyresult.AttrDecisionInputBytes, int64(len(ev.input)))
-		if !ev.withInput || lr.Body().Type() != pcommon.ValueTypeMap {
+		lr.Attributes().PutInt(policyresult.AttrDecisionInputBytes, int64(len(ev.Input)))
+		if !ev.WithInput || lr.Body().Type() != pcommon.ValueTypeMap {
 			lr.Attributes().PutBool(policyresult.AttrDecisionInputOmit, true)
 			continue
 		}
-		if err := jsonpdata.SetValue(ev.input, lr.Body().Map().PutEmpty("input")); err != nil {
+		if err := jsonpdata.SetValue(ev.Input, lr.Body().Map().PutEmpty("input")); err != nil {
 			lr.Body().Map().Remove("input")
 			lr.Attributes().PutBool(policyresult.AttrDecisionInputOmit, true)
 		}
@@ -152,7 +153,7 @@ func (r *decisionsReceiver) toLogs(batch []decoded) plog.Logs {
 
 // consume builds the records of a batch and hands them to the pipeline through the receiver's observability
 // wrapper, in one of the max_concurrent_batches turns, waited for while ctx lasts.
-func (r *decisionsReceiver) consume(ctx context.Context, obs *receiverhelper.ObsReport, format string, batch []decoded) error {
+func (r *decisionsReceiver) consume(ctx context.Context, obs *receiverhelper.ObsReport, format string, batch []decode.Event) error {
 	if !r.building.acquire(ctx) {
 		return ctx.Err()
 	}
@@ -170,7 +171,7 @@ func (r *decisionsReceiver) send(ctx context.Context, obs *receiverhelper.ObsRep
 
 // deliver hands a batch to the pipeline, retrying while it refuses it, until it is accepted or refused for good
 // (counted as refused by listener); false when the receiver stops first.
-func (r *decisionsReceiver) deliver(obs *receiverhelper.ObsReport, format, listener string, lim *logLimiter, batch []decoded) bool {
+func (r *decisionsReceiver) deliver(obs *receiverhelper.ObsReport, format, listener string, lim *logLimiter, batch []decode.Event) bool {
 	return r.retry(listener, lim, len(batch), func() error { return r.consume(r.stopping, obs, format, batch) })
 }
 

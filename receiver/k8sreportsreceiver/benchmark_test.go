@@ -8,15 +8,16 @@ import (
 	"testing"
 
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/parse"
 )
 
 // benchReport is a PolicyReport-sized list of results: what a watcher hands the emitter for one report version.
 const benchReport = 2000
 
-func benchResults() []parsedResult {
-	out := make([]parsedResult, benchReport)
+func benchResults() []parse.Result {
+	out := make([]parse.Result, benchReport)
 	for i := range out {
-		out[i] = parsedResult{Result: policyresult.Result{
+		out[i] = parse.Result{Result: policyresult.Result{
 			Cluster: "prod-eu-1", Source: "kyverno", Policy: "pod-security-restricted", Rule: psRule(i),
 			Category: "Pod Security Standards (Restricted)", Severity: policyresult.SeverityHigh,
 			Outcome: policyresult.OutcomeFail,
@@ -24,7 +25,7 @@ func benchResults() []parsedResult {
 			Resource: policyresult.Resource{APIVersion: "v1", Kind: "Pod", Namespace: fmt.Sprintf("team-%d", i%40),
 				Name: fmt.Sprintf("checkout-7d9f8b6c4-%05d", i/9), UID: fmt.Sprintf("6f1c2a4e-8d3b-4c5f-9a7e-%012d", i/9)},
 			Report: policyresult.Report{Kind: "PolicyReport", Namespace: "team-1", Name: "pol-1"},
-		}, body: wholeBody([]byte(`{"policy":"pod-security-restricted","result":"fail"}`))}
+		}, Body: parse.WholeBody([]byte(`{"policy":"pod-security-restricted","result":"fail"}`))}
 	}
 	return out
 }
@@ -49,7 +50,7 @@ func BenchmarkReportVersion(b *testing.B) {
 	for _, tt := range []struct {
 		name string
 		prev *emittedReport
-		next []parsedResult
+		next []parse.Result
 	}{
 		{"new", nil, results},
 		{"unchanged", emitted, results},

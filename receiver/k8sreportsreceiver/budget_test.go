@@ -13,6 +13,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/parse"
 )
 
 // testBudget is the default budget, for tests of the parsers.
@@ -33,11 +34,11 @@ func fanoutReport(name, rv string, subjects, msgBytes int) []byte {
 	return []byte(b.String())
 }
 
-func parseRaw(t *testing.T, raw []byte, budget reportBudget) ([]parsedResult, error) {
+func parseRaw(t *testing.T, raw []byte, budget parse.Budget) ([]parse.Result, error) {
 	t.Helper()
-	obj, err := decodeObject(policyReportGVR, raw)
+	obj, err := parse.DecodeObject(policyReportGVR, raw)
 	require.NoError(t, err)
-	return parsePolicyReport(obj, budget)
+	return parse.PolicyReport(obj, budget)
 }
 
 func TestRecordBodyCarriesOnlyItsOwnSubject(t *testing.T) {
@@ -53,21 +54,21 @@ func TestRecordBodyCarriesOnlyItsOwnSubject(t *testing.T) {
 		assert.Equal(t, name, got[i].Resource.Name)
 		// The result as written, member order included, with only this record's subject.
 		assert.Equal(t, `{"policy":"p","rule":"r","result":"fail","resources" : [{"kind":"Pod","name":"`+name+`"}] ,"message":"m","properties":{"x":"1"}}`,
-			string(got[i].body.bytes()))
-		assert.Equal(t, len(got[i].body.bytes()), got[i].body.size())
+			string(got[i].Body.Bytes()))
+		assert.Equal(t, len(got[i].Body.Bytes()), got[i].Body.Size())
 	}
 	// One subject: the result as it is.
-	assert.Equal(t, `{"policy":"q","result":"pass","resources":[{"kind":"Pod","name":"only"}]}`, string(got[3].body.bytes()))
+	assert.Equal(t, `{"policy":"q","result":"pass","resources":[{"kind":"Pod","name":"only"}]}`, string(got[3].Body.Bytes()))
 	// The subjects and the bodies come from the same member, the one encoding/json decodes (the last that matches).
 	for i, name := range []string{"x", "y"} {
 		r := got[4+i]
 		assert.Equal(t, name, r.Resource.Name)
 		var body struct {
-			Resources []objectRef `json:"Resources"`
-			Ignored   []objectRef `json:"resources"`
+			Resources []parse.ObjectRef `json:"Resources"`
+			Ignored   []parse.ObjectRef `json:"resources"`
 		}
-		require.NoError(t, json.Unmarshal(r.body.bytes(), &body))
-		assert.Equal(t, []objectRef{{Kind: "Pod", Name: name}}, body.Resources)
+		require.NoError(t, json.Unmarshal(r.Body.Bytes(), &body))
+		assert.Equal(t, []parse.ObjectRef{{Kind: "Pod", Name: name}}, body.Resources)
 	}
 
 	// N subjects cost N bodies of one subject: linear, not N×N.
@@ -77,14 +78,14 @@ func TestRecordBodyCarriesOnlyItsOwnSubject(t *testing.T) {
 		require.Len(t, results, n)
 		total := 0
 		for _, r := range results {
-			total += r.body.size()
+			total += r.Body.Size()
 		}
 		assert.Less(t, total, n*300, "%d subjects", n)
 	}
 }
 
 func TestTooLargeReports(t *testing.T) {
-	budget := reportBudget{records: 100, bytes: 64 << 10}
+	budget := parse.Budget{Records: 100, Bytes: 64 << 10}
 	// Within the budget.
 	got, err := parseRaw(t, fanoutReport("r", "1", 100, 10), budget)
 	require.NoError(t, err)
@@ -92,9 +93,9 @@ func TestTooLargeReports(t *testing.T) {
 
 	// More records than the budget: refused whole, with the report's real size.
 	_, err = parseRaw(t, fanoutReport("r", "1", 101, 10), budget)
-	var tooLarge *tooLargeError
+	var tooLarge *parse.TooLargeError
 	require.ErrorAs(t, err, &tooLarge)
-	assert.Equal(t, 101, tooLarge.size.records)
+	assert.Equal(t, 101, tooLarge.Size.Records)
 	assert.Contains(t, err.Error(), "101 records")
 	assert.Contains(t, err.Error(), "max_report_records 100")
 
@@ -103,28 +104,28 @@ func TestTooLargeReports(t *testing.T) {
 	require.Less(t, len(raw), 16<<10)
 	_, err = parseRaw(t, raw, budget)
 	require.ErrorAs(t, err, &tooLarge)
-	assert.Equal(t, 10, tooLarge.size.records)
-	assert.Greater(t, tooLarge.size.bytes, int64(100_000))
+	assert.Equal(t, 10, tooLarge.Size.Records)
+	assert.Greater(t, tooLarge.Size.Bytes, int64(100_000))
 
 	// Kinds without fan-out are bounded the same way: one record per entry.
 	vulns := make([]string, 101)
 	for i := range vulns {
 		vulns[i] = fmt.Sprintf(`{"vulnerabilityID":"CVE-%d","resource":"openssl"}`, i)
 	}
-	obj, err := decodeObject(vulnReportGVR, []byte(`{"kind":"VulnerabilityReport","metadata":{"name":"v"},"report":{"vulnerabilities":[`+strings.Join(vulns, ",")+`]}}`))
+	obj, err := parse.DecodeObject(vulnReportGVR, []byte(`{"kind":"VulnerabilityReport","metadata":{"name":"v"},"report":{"vulnerabilities":[`+strings.Join(vulns, ",")+`]}}`))
 	require.NoError(t, err)
-	_, err = parseVulnerabilityReport(obj, budget)
+	_, err = parse.VulnerabilityReport(obj, budget)
 	require.ErrorAs(t, err, &tooLarge)
-	assert.Equal(t, 101, tooLarge.size.records)
-	results, err := parseVulnerabilityReport(obj, reportBudget{records: 101, bytes: 64 << 10})
+	assert.Equal(t, 101, tooLarge.Size.Records)
+	results, err := parse.VulnerabilityReport(obj, parse.Budget{Records: 101, Bytes: 64 << 10})
 	require.NoError(t, err)
 	assert.Len(t, results, 101)
 }
 
 func TestRefusedReportKeepsWhatWasEmitted(t *testing.T) {
-	prev := emittedOf([]parsedResult{res("p1", "a", policyresult.OutcomeFail, "bad")})
+	prev := emittedOf([]parse.Result{res("p1", "a", policyresult.OutcomeFail, "bad")})
 	prev.ResourceVersion = "1"
-	next := prev.refusing("2", reportSize{records: 60_000, bytes: 1 << 20})
+	next := prev.refusing("2", parse.Size{Records: 60_000, Bytes: 1 << 20})
 	assert.Equal(t, prev.results, next.results, "the results emitted before stay emitted")
 	assert.Equal(t, "1", next.ResourceVersion, "the last version read")
 	assert.Nil(t, prev.refused, "the committed state is not changed in place")
@@ -137,7 +138,7 @@ func TestRefusedReportKeepsWhatWasEmitted(t *testing.T) {
 	assert.Equal(t, next, back)
 
 	// A refused report that was never emitted has no results to keep.
-	first := (*emittedReport)(nil).refusing("7", reportSize{records: 1})
+	first := (*emittedReport)(nil).refusing("7", parse.Size{Records: 1})
 	assert.Empty(t, first.results)
 	assert.Equal(t, "7", first.refused.resourceVersion)
 }

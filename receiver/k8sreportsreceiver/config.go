@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/labels"
 
 	"github.com/otelcol-policy/otelcol-policy/internal/k8sclient"
+	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/parse"
 )
 
 // InitialSync says what a receiver without storage emits for the reports it finds when it starts.
@@ -164,8 +165,8 @@ func (c *Config) Validate() error {
 	return errors.Join(errs...)
 }
 
-func (c *Config) budget() reportBudget {
-	return reportBudget{records: c.MaxReportRecords, bytes: c.MaxReportBytes}
+func (c *Config) budget() parse.Budget {
+	return parse.Budget{Records: c.MaxReportRecords, Bytes: c.MaxReportBytes}
 }
 
 func (c *Config) namespaceAllowed(ns string) bool {

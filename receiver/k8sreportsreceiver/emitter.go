@@ -210,7 +210,7 @@ func (b *batch) open(cfg *Config) bool {
 func (b *batch) fill(it *batchItem, cfg *Config) {
 	from, to := it.planned, it.planned
 	for to < len(it.records) && b.n < cfg.MaxBatchRecords {
-		size := it.records[to].body.size()
+		size := it.records[to].Body.Size()
 		if b.n > 0 && b.bytes+size > cfg.MaxBatchBytes {
 			break
 		}
@@ -268,12 +268,12 @@ func (r *reportsReceiver) toLogs(b *batch) plog.Logs {
 		for j := p.from; j < p.to; j++ {
 			rec := p.item.records[j]
 			lr := lrs.AppendEmpty()
-			policyresult.WriteHashedLogRecord(&rec.Result, rec.hashes, lr)
+			policyresult.WriteHashedLogRecord(&rec.Result.Result, rec.hashes, lr)
 			lr.SetObservedTimestamp(now)
-			if rec.body.isZero() {
+			if rec.Body.IsZero() {
 				continue
 			}
-			body = rec.body.appendTo(body[:0])
+			body = rec.Body.AppendTo(body[:0])
 			if err := jsonpdata.SetValue(body, lr.Body()); err != nil {
 				// The body was decoded once already, so this cannot happen; keep the text rather than lose it.
 				lr.Body().SetStr(string(body))

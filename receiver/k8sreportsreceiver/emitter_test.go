@@ -24,6 +24,7 @@ import (
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/statustest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
 	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/metadatatest"
+	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/parse"
 )
 
 // gateSink is a pipeline that answers each ConsumeLogs call with answer(call) (1-based), keeping what it
@@ -115,9 +116,9 @@ func (e *emitterRun) stop() {
 // put hands the version rv of a one-result report with subjects subjects to the emitter.
 func (e *emitterRun) put(name, rv string, subjects int) {
 	e.t.Helper()
-	obj, err := decodeObject(policyReportGVR, fanoutReport(name, rv, subjects, 10))
+	obj, err := parse.DecodeObject(policyReportGVR, fanoutReport(name, rv, subjects, 10))
 	require.NoError(e.t, err)
-	results, err := parsePolicyReport(obj, e.rcv.cfg.budget())
+	results, err := parse.PolicyReport(obj, e.rcv.cfg.budget())
 	require.NoError(e.t, err)
 	for i := range results {
 		results[i].Cluster = e.rcv.cfg.ClusterName
@@ -271,14 +272,14 @@ func TestBatchBytesBoundBigBodies(t *testing.T) {
 	cfg.MaxBatchBytes = minBodyLimit
 	sink := newGateSink(func(int) error { return nil })
 	e := startEmitter(t, cfg, t.TempDir(), sink)
-	obj, err := decodeObject(policyReportGVR, fanoutReport("big", "1", 5, 1500))
+	obj, err := parse.DecodeObject(policyReportGVR, fanoutReport("big", "1", 5, 1500))
 	require.NoError(t, err)
-	results, err := parsePolicyReport(obj, cfg.budget())
+	results, err := parse.PolicyReport(obj, cfg.budget())
 	require.NoError(t, err)
-	require.Greater(t, results[0].body.size(), 1500)
-	huge, err := decodeObject(policyReportGVR, fanoutReport("huge", "1", 2, 5000))
+	require.Greater(t, results[0].Body.Size(), 1500)
+	huge, err := parse.DecodeObject(policyReportGVR, fanoutReport("huge", "1", 2, 5000))
 	require.NoError(t, err)
-	hugeResults, err := parsePolicyReport(huge, cfg.budget())
+	hugeResults, err := parse.PolicyReport(huge, cfg.budget())
 	require.NoError(t, err)
 	require.NoError(t, e.rcv.tracker.put(context.Background(), objKey{policyReportGVR, "shop", "big"}, &update{rv: "1", results: results}))
 	require.NoError(t, e.rcv.tracker.put(context.Background(), objKey{policyReportGVR, "shop", "huge"}, &update{rv: "1", results: hugeResults}))
@@ -301,7 +302,7 @@ func TestRefusedReportState(t *testing.T) {
 	require.Eventually(t, func() bool { return e.rcv.tracker.size() == 1 }, waitFor, tick)
 
 	// Version 2 is too large: nothing is emitted, and what version 1 emitted stays.
-	require.NoError(t, e.rcv.tracker.put(context.Background(), k, &update{kind: "policy_reports", rv: "2", refused: &reportSize{records: 70_000, bytes: 1 << 20}}))
+	require.NoError(t, e.rcv.tracker.put(context.Background(), k, &update{kind: "policy_reports", rv: "2", refused: &parse.Size{Records: 70_000, Bytes: 1 << 20}}))
 	require.Eventually(t, func() bool {
 		_, refused := e.rcv.tracker.refused(k, "2")
 		return refused
@@ -315,7 +316,7 @@ func TestRefusedReportState(t *testing.T) {
 	e = startEmitter(t, emitterConfig(), dir, sink)
 	size, refused := e.rcv.tracker.refused(k, "2")
 	assert.True(t, refused)
-	assert.Equal(t, reportSize{records: 70_000, bytes: 1 << 20}, size)
+	assert.Equal(t, parse.Size{Records: 70_000, Bytes: 1 << 20}, size)
 	_, refused = e.rcv.tracker.refused(k, "3")
 	assert.False(t, refused, "another version is read")
 	e.waitStatus(componentstatus.StatusRecoverableError)

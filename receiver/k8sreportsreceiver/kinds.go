@@ -5,6 +5,8 @@ package k8sreportsreceiver // import "github.com/otelcol-policy/otelcol-policy/r
 
 import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/parse"
 )
 
 // reportKind is a family of report resources in one group/version, read by one parser.
@@ -14,7 +16,7 @@ type reportKind struct {
 	// resources are the plural resource names; empty means every resource the group/version serves
 	// (Gatekeeper creates one constraint kind per ConstraintTemplate).
 	resources []string
-	parse     parseFunc
+	parse     parse.Func
 }
 
 func (k reportKind) wants(resource string) bool {
@@ -38,32 +40,32 @@ func enabledKinds(c KindsConfig) []reportKind {
 		}
 	}
 	add(c.PolicyReports, reportKind{"policy_reports", schema.GroupVersion{Group: "wgpolicyk8s.io", Version: "v1alpha2"},
-		[]string{"policyreports", "clusterpolicyreports"}, parsePolicyReport})
+		[]string{"policyreports", "clusterpolicyreports"}, parse.PolicyReport})
 	add(c.OpenReports, reportKind{"open_reports", schema.GroupVersion{Group: "openreports.io", Version: "v1alpha1"},
-		[]string{"reports", "clusterreports"}, parsePolicyReport})
+		[]string{"reports", "clusterreports"}, parse.PolicyReport})
 	add(c.EphemeralReports, reportKind{"ephemeral_reports", schema.GroupVersion{Group: "reports.kyverno.io", Version: "v1"},
-		[]string{"ephemeralreports", "clusterephemeralreports"}, parsePolicyReport})
+		[]string{"ephemeralreports", "clusterephemeralreports"}, parse.PolicyReport})
 	add(c.ComplianceCheckResults, reportKind{"compliance_check_results", schema.GroupVersion{Group: "compliance.openshift.io", Version: "v1alpha1"},
-		[]string{"compliancecheckresults"}, parseComplianceCheckResult})
+		[]string{"compliancecheckresults"}, parse.ComplianceCheckResult})
 	add(c.ComplianceRemediations, reportKind{"compliance_remediations", schema.GroupVersion{Group: "compliance.openshift.io", Version: "v1alpha1"},
-		[]string{"complianceremediations"}, parseComplianceRemediation})
+		[]string{"complianceremediations"}, parse.ComplianceRemediation})
 	add(c.ComplianceScans, reportKind{"compliance_scans", schema.GroupVersion{Group: "compliance.openshift.io", Version: "v1alpha1"},
-		[]string{"compliancescans", "compliancesuites"}, parseComplianceScan})
+		[]string{"compliancescans", "compliancesuites"}, parse.ComplianceScan})
 	// trivy-operator. SbomReport and ClusterSbomReport are left out: they are inventories (a CycloneDX BOM),
 	// with no finding, outcome or severity.
 	add(c.VulnerabilityReports, reportKind{"vulnerability_reports", schema.GroupVersion{Group: "aquasecurity.github.io", Version: "v1alpha1"},
-		[]string{"vulnerabilityreports", "clustervulnerabilityreports"}, parseVulnerabilityReport})
+		[]string{"vulnerabilityreports", "clustervulnerabilityreports"}, parse.VulnerabilityReport})
 	add(c.ConfigAuditReports, reportKind{"config_audit_reports", schema.GroupVersion{Group: "aquasecurity.github.io", Version: "v1alpha1"},
-		[]string{"configauditreports", "clusterconfigauditreports"}, parseTrivyChecks})
+		[]string{"configauditreports", "clusterconfigauditreports"}, parse.TrivyChecks})
 	add(c.ExposedSecretReports, reportKind{"exposed_secret_reports", schema.GroupVersion{Group: "aquasecurity.github.io", Version: "v1alpha1"},
-		[]string{"exposedsecretreports"}, parseExposedSecretReport})
+		[]string{"exposedsecretreports"}, parse.ExposedSecretReport})
 	add(c.RbacAssessmentReports, reportKind{"rbac_assessment_reports", schema.GroupVersion{Group: "aquasecurity.github.io", Version: "v1alpha1"},
-		[]string{"rbacassessmentreports", "clusterrbacassessmentreports"}, parseTrivyChecks})
+		[]string{"rbacassessmentreports", "clusterrbacassessmentreports"}, parse.TrivyChecks})
 	add(c.InfraAssessmentReports, reportKind{"infra_assessment_reports", schema.GroupVersion{Group: "aquasecurity.github.io", Version: "v1alpha1"},
-		[]string{"infraassessmentreports", "clusterinfraassessmentreports"}, parseTrivyChecks})
+		[]string{"infraassessmentreports", "clusterinfraassessmentreports"}, parse.TrivyChecks})
 	add(c.ClusterComplianceReports, reportKind{"cluster_compliance_reports", schema.GroupVersion{Group: "aquasecurity.github.io", Version: "v1alpha1"},
-		[]string{"clustercompliancereports"}, parseClusterComplianceReport})
+		[]string{"clustercompliancereports"}, parse.ClusterComplianceReport})
 	add(c.GatekeeperConstraints, reportKind{"gatekeeper_constraints", schema.GroupVersion{Group: "constraints.gatekeeper.sh", Version: "v1beta1"},
-		nil, parseGatekeeperConstraint})
+		nil, parse.GatekeeperConstraint})
 	return out
 }

@@ -12,16 +12,17 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/parse"
 )
 
 var gvrComplianceScans = schema.GroupVersionResource{Group: "compliance.openshift.io", Version: "v1alpha1", Resource: "compliancescans"}
 
 // scanVersion is the scan of scan-done.yaml in a given phase and run.
-func scanVersion(t *testing.T, phase, result string, index int, end string) *reportObject {
+func scanVersion(t *testing.T, phase, result string, index int, end string) *parse.Object {
 	t.Helper()
 	obj := parserFixture(t, gvrComplianceScans, "compliance/scan-done.yaml")
 	var m map[string]any
-	require.NoError(t, json.Unmarshal(obj.raw, &m))
+	require.NoError(t, json.Unmarshal(obj.Raw, &m))
 	status := m["status"].(map[string]any)
 	status["phase"], status["result"], status["currentIndex"] = phase, result, index
 	if end == "" {
@@ -31,18 +32,18 @@ func scanVersion(t *testing.T, phase, result string, index int, end string) *rep
 	}
 	raw, err := json.Marshal(m)
 	require.NoError(t, err)
-	obj, err = decodeObject(gvrComplianceScans, raw)
+	obj, err = parse.DecodeObject(gvrComplianceScans, raw)
 	require.NoError(t, err)
 	return obj
 }
 
 // stepScan diffs one version of a scan against the state, as the emitter does, through the stored form of the
 // state as a restart would read it.
-func stepScan(t *testing.T, prev *emittedReport, obj *reportObject) ([]outRecord, *emittedReport) {
+func stepScan(t *testing.T, prev *emittedReport, obj *parse.Object) ([]outRecord, *emittedReport) {
 	t.Helper()
-	results, err := parseComplianceScan(obj, testBudget)
+	results, err := parse.ComplianceScan(obj, testBudget)
 	require.NoError(t, err)
-	recs, next := diff(prev, results, false, obj.partial, true, "c1")
+	recs, next := diff(prev, results, false, obj.Partial, true, "c1")
 	stored, err := json.Marshal(next)
 	require.NoError(t, err)
 	back := &emittedReport{}
@@ -119,7 +120,7 @@ func TestComplianceScanRecords(t *testing.T) {
 		t.Run(tt.file, func(t *testing.T) {
 			gvr := gvrComplianceScans
 			gvr.Resource = tt.resource
-			results, err := parseComplianceScan(parserFixture(t, gvr, tt.file), testBudget)
+			results, err := parse.ComplianceScan(parserFixture(t, gvr, tt.file), testBudget)
 			require.NoError(t, err)
 			require.Len(t, results, 1)
 			recs, _ := diff(nil, results, false, false, true, "c1")
@@ -143,13 +144,13 @@ func TestComplianceSuiteRunIsItsScans(t *testing.T) {
 	parse := func(mutate func(map[string]any)) policyresult.Hashes {
 		obj := parserFixture(t, gvr, "compliance/suite-done.yaml")
 		var m map[string]any
-		require.NoError(t, json.Unmarshal(obj.raw, &m))
+		require.NoError(t, json.Unmarshal(obj.Raw, &m))
 		mutate(m)
 		raw, err := json.Marshal(m)
 		require.NoError(t, err)
-		obj, err = decodeObject(gvr, raw)
+		obj, err = parse.DecodeObject(gvr, raw)
 		require.NoError(t, err)
-		results, err := parseComplianceScan(obj, testBudget)
+		results, err := parse.ComplianceScan(obj, testBudget)
 		require.NoError(t, err)
 		require.Len(t, results, 1)
 		return results[0].Hashes()

@@ -12,6 +12,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/parse"
 )
 
 var (
@@ -76,10 +77,10 @@ func TestParseComplianceCheckResult(t *testing.T) {
 		},
 	}
 
-	var all []parsedResult
+	var all []parse.Result
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			got, err := parseComplianceCheckResult(parserFixture(t, gvrComplianceCheckResults, tt.file), testBudget)
+			got, err := parse.ComplianceCheckResult(parserFixture(t, gvrComplianceCheckResults, tt.file), testBudget)
 			require.NoError(t, err)
 			require.Equal(t, []policyresult.Result{tt.want}, parsedResults(got))
 			// Checks have no subject; the check result object identifies them.
@@ -91,7 +92,7 @@ func TestParseComplianceCheckResult(t *testing.T) {
 }
 
 func TestParseComplianceCheckResultBody(t *testing.T) {
-	got, err := parseComplianceCheckResult(parserFixture(t, gvrComplianceCheckResults, "compliance/ccr-not-applicable.yaml"), testBudget)
+	got, err := parse.ComplianceCheckResult(parserFixture(t, gvrComplianceCheckResults, "compliance/ccr-not-applicable.yaml"), testBudget)
 	require.NoError(t, err)
 	require.Len(t, got, 1)
 	// The source's own fields, the original status and severity spelling among them, without metadata.
@@ -103,32 +104,14 @@ func TestParseComplianceCheckResultBody(t *testing.T) {
 		"severity": "unknown",
 		"status": "NOT-APPLICABLE",
 		"warnings": ["The check is not applicable on this platform"]
-	}`, string(got[0].body.bytes()))
+	}`, string(got[0].Body.Bytes()))
 
-	got, err = parseComplianceCheckResult(parserFixture(t, gvrComplianceCheckResults, "compliance/ccr-fail.yaml"), testBudget)
+	got, err = parse.ComplianceCheckResult(parserFixture(t, gvrComplianceCheckResults, "compliance/ccr-fail.yaml"), testBudget)
 	require.NoError(t, err)
 	require.Len(t, got, 1)
-	assert.NotContains(t, string(got[0].body.bytes()), "ownerReferences")
-	assert.Contains(t, string(got[0].body.bytes()), `"valuesUsed":["var-kubelet-protect-kernel-defaults"]`)
-	assert.Contains(t, string(got[0].body.bytes()), `"warnings":null`)
-}
-
-func TestComplianceCheckOutcome(t *testing.T) {
-	for status, want := range map[string]policyresult.Outcome{
-		"PASS":           policyresult.OutcomePass,
-		"FAIL":           policyresult.OutcomeFail,
-		"INFO":           policyresult.OutcomePass,
-		"MANUAL":         policyresult.OutcomeSkip,
-		"ERROR":          policyresult.OutcomeError,
-		"NOT-APPLICABLE": policyresult.OutcomeSkip,
-		"NOTAPPLICABLE":  policyresult.OutcomeSkip,
-		"INCONSISTENT":   policyresult.OutcomeWarn,
-		"fail":           policyresult.OutcomeFail,
-		"":               "",
-		"SKIPPED":        "",
-	} {
-		assert.Equal(t, want, complianceCheckOutcome(status), "status %q", status)
-	}
+	assert.NotContains(t, string(got[0].Body.Bytes()), "ownerReferences")
+	assert.Contains(t, string(got[0].Body.Bytes()), `"valuesUsed":["var-kubelet-protect-kernel-defaults"]`)
+	assert.Contains(t, string(got[0].Body.Bytes()), `"warnings":null`)
 }
 
 func TestParseComplianceRemediation(t *testing.T) {
@@ -178,7 +161,7 @@ func TestParseComplianceRemediation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			got, err := parseComplianceRemediation(parserFixture(t, gvrComplianceRemediations, tt.file), testBudget)
+			got, err := parse.ComplianceRemediation(parserFixture(t, gvrComplianceRemediations, tt.file), testBudget)
 			require.NoError(t, err)
 			assert.Equal(t, []policyresult.Result{tt.want}, parsedResults(got))
 		})
@@ -186,7 +169,7 @@ func TestParseComplianceRemediation(t *testing.T) {
 }
 
 func TestParseComplianceRemediationBody(t *testing.T) {
-	got, err := parseComplianceRemediation(parserFixture(t, gvrComplianceRemediations, "compliance/remediation-error.yaml"), testBudget)
+	got, err := parse.ComplianceRemediation(parserFixture(t, gvrComplianceRemediations, "compliance/remediation-error.yaml"), testBudget)
 	require.NoError(t, err)
 	require.Len(t, got, 1)
 	assert.JSONEq(t, `{
@@ -198,29 +181,13 @@ func TestParseComplianceRemediationBody(t *testing.T) {
 			"data": {"profile": "WriteRequestBodies"}
 		}}},
 		"status": {"applicationState": "Error", "errorMessage": "configmaps \"audit-profile\" is forbidden: cannot update"}
-	}`, string(got[0].body.bytes()))
-}
-
-func TestComplianceRemediationOutcome(t *testing.T) {
-	for state, want := range map[string]policyresult.Outcome{
-		"Applied":             policyresult.OutcomePass,
-		"NotApplied":          policyresult.OutcomeWarn,
-		"Pending":             policyresult.OutcomeWarn,
-		"Outdated":            policyresult.OutcomeWarn,
-		"MissingDependencies": policyresult.OutcomeWarn,
-		"NeedsReview":         policyresult.OutcomeWarn,
-		"Error":               policyresult.OutcomeError,
-		"":                    "",
-		"Unknown":             "",
-	} {
-		assert.Equal(t, want, complianceRemediationOutcome(state), "state %q", state)
-	}
+	}`, string(got[0].Body.Bytes()))
 }
 
 func TestParseComplianceMalformed(t *testing.T) {
-	_, err := parseComplianceCheckResult(parserFixture(t, gvrComplianceCheckResults, "compliance/ccr-malformed.yaml"), testBudget)
+	_, err := parse.ComplianceCheckResult(parserFixture(t, gvrComplianceCheckResults, "compliance/ccr-malformed.yaml"), testBudget)
 	assert.ErrorContains(t, err, "status")
 
-	_, err = parseComplianceRemediation(parserFixture(t, gvrComplianceRemediations, "compliance/remediation-malformed.yaml"), testBudget)
+	_, err = parse.ComplianceRemediation(parserFixture(t, gvrComplianceRemediations, "compliance/remediation-malformed.yaml"), testBudget)
 	assert.ErrorContains(t, err, "spec.current.object")
 }

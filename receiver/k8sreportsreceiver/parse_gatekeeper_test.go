@@ -11,6 +11,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/parse"
 )
 
 func gvrConstraint(resource string) schema.GroupVersionResource {
@@ -79,7 +80,7 @@ func TestParseGatekeeperConstraint(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			got, err := parseGatekeeperConstraint(parserFixture(t, gvrConstraint(tt.resource), tt.file), testBudget)
+			got, err := parse.GatekeeperConstraint(parserFixture(t, gvrConstraint(tt.resource), tt.file), testBudget)
 			require.NoError(t, err)
 			require.Len(t, got, len(tt.want))
 			assertDistinctKeys(t, got...)
@@ -93,44 +94,23 @@ func TestParseGatekeeperConstraint(t *testing.T) {
 }
 
 func TestParseGatekeeperConstraintBodyIsTheViolation(t *testing.T) {
-	got, err := parseGatekeeperConstraint(parserFixture(t, gvrConstraint("k8scontainerlimits"), "gatekeeper/containerlimits-scoped.yaml"), testBudget)
+	got, err := parse.GatekeeperConstraint(parserFixture(t, gvrConstraint("k8scontainerlimits"), "gatekeeper/containerlimits-scoped.yaml"), testBudget)
 	require.NoError(t, err)
 	require.Len(t, got, 5)
 	assert.JSONEq(t, `{
 		"enforcementAction": "scoped", "enforcementActions": ["warn", "deny"],
 		"group": "", "version": "v1", "kind": "Pod", "namespace": "shop", "name": "checkout-7f7f7f7f7f-asdfg",
 		"message": "container <checkout> has no resource limits"
-	}`, string(got[2].body.bytes()))
-}
-
-func TestGatekeeperOutcome(t *testing.T) {
-	for _, tt := range []struct {
-		action string
-		scoped []string
-		want   policyresult.Outcome
-	}{
-		{"deny", nil, policyresult.OutcomeFail},
-		{"warn", nil, policyresult.OutcomeWarn},
-		{"dryrun", nil, policyresult.OutcomeWarn},
-		{"Deny", nil, policyresult.OutcomeFail},
-		{"scoped", []string{"dryrun"}, policyresult.OutcomeWarn},
-		{"scoped", []string{"warn", "deny"}, policyresult.OutcomeFail},
-		{"scoped", []string{"deny", "warn"}, policyresult.OutcomeFail},
-		{"scoped", []string{"custom"}, policyresult.OutcomeFail},
-		{"scoped", nil, policyresult.OutcomeFail},
-		{"", nil, policyresult.OutcomeFail},
-	} {
-		assert.Equal(t, tt.want, gatekeeperOutcome(tt.action, tt.scoped), "%q %v", tt.action, tt.scoped)
-	}
+	}`, string(got[2].Body.Bytes()))
 }
 
 func TestParseGatekeeperMalformed(t *testing.T) {
-	_, err := parseGatekeeperConstraint(parserFixture(t, gvrConstraint("k8srequiredlabels"), "gatekeeper/malformed.yaml"), testBudget)
+	_, err := parse.GatekeeperConstraint(parserFixture(t, gvrConstraint("k8srequiredlabels"), "gatekeeper/malformed.yaml"), testBudget)
 	assert.ErrorContains(t, err, "status.violations")
 
-	obj, err := decodeObject(gvrConstraint("k8srequiredlabels"), []byte(`{"kind":"K8sRequiredLabels","metadata":{"name":"x"},
+	obj, err := parse.DecodeObject(gvrConstraint("k8srequiredlabels"), []byte(`{"kind":"K8sRequiredLabels","metadata":{"name":"x"},
 		"status":{"violations":[{"kind":"Namespace","name":"a"},"b"]}}`))
 	require.NoError(t, err)
-	_, err = parseGatekeeperConstraint(obj, testBudget)
+	_, err = parse.GatekeeperConstraint(obj, testBudget)
 	assert.ErrorContains(t, err, "status.violations[1]")
 }

@@ -18,6 +18,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/parse"
 )
 
 var updateGolden = flag.Bool("update", false, "rewrite the golden outputs of testdata/parsers from the parsers")
@@ -56,7 +57,7 @@ var allKinds = KindsConfig{PolicyReports: true, OpenReports: true, EphemeralRepo
 
 // parserOf finds the parser the receiver uses for an object of this apiVersion and kind, and the resource it
 // is served as.
-func parserOf(t *testing.T, apiVersion, kind string) (schema.GroupVersionResource, parseFunc) {
+func parserOf(t *testing.T, apiVersion, kind string) (schema.GroupVersionResource, parse.Func) {
 	t.Helper()
 	gv, err := schema.ParseGroupVersion(apiVersion)
 	require.NoError(t, err)
@@ -85,16 +86,16 @@ func TestParsersGolden(t *testing.T) {
 			require.NoError(t, err)
 			var typ struct{ APIVersion, Kind string }
 			require.NoError(t, json.Unmarshal(raw, &typ))
-			gvr, parse := parserOf(t, typ.APIVersion, typ.Kind)
-			obj, err := decodeObject(gvr, raw)
+			gvr, parser := parserOf(t, typ.APIVersion, typ.Kind)
+			obj, err := parse.DecodeObject(gvr, raw)
 			require.NoError(t, err)
 
 			var out goldenOutput
-			results, err := parse(obj, testBudget)
+			results, err := parser(obj, testBudget)
 			if err != nil {
 				out.Error = err.Error()
 			}
-			out.Partial = obj.partial
+			out.Partial = obj.Partial
 			assertDistinctKeys(t, results...)
 			for i := range results {
 				r := &results[i]
@@ -102,8 +103,8 @@ func TestParsersGolden(t *testing.T) {
 					Category: r.Category, Severity: r.Severity, Outcome: r.Outcome, Scored: r.Scored, Message: r.Message,
 					Resource: r.Resource, Report: r.Report, Timestamp: r.Timestamp,
 					Vulnerability: r.Vulnerability, FailedChecks: r.FailedChecks, Scan: r.Scan}
-				if !r.body.isZero() {
-					g.Body = r.body.bytes()
+				if !r.Body.IsZero() {
+					g.Body = r.Body.Bytes()
 				}
 				out.Results = append(out.Results, g)
 			}

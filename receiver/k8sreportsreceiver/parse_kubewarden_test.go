@@ -17,6 +17,7 @@ import (
 
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/apiserver"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/parse"
 )
 
 // kubewardenRunLabel is the label Kubewarden's audit scanner sets to the UID of the run that last wrote a
@@ -75,13 +76,13 @@ func setKubewardenOutcome(t *testing.T, obj *unstructured.Unstructured, policy, 
 	t.Fatalf("no result for policy %s", policy)
 }
 
-func parseKubewarden(t *testing.T, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) []parsedResult {
+func parseKubewarden(t *testing.T, gvr schema.GroupVersionResource, obj *unstructured.Unstructured) []parse.Result {
 	t.Helper()
 	raw, err := json.Marshal(obj.Object)
 	require.NoError(t, err)
-	decoded, err := decodeObject(gvr, raw)
+	decoded, err := parse.DecodeObject(gvr, raw)
 	require.NoError(t, err)
-	results, err := parsePolicyReport(decoded, testBudget)
+	results, err := parse.PolicyReport(decoded, testBudget)
 	require.NoError(t, err)
 	for i := range results {
 		results[i].Cluster = "c1" // as the watcher sets it
@@ -90,7 +91,7 @@ func parseKubewarden(t *testing.T, gvr schema.GroupVersionResource, obj *unstruc
 }
 
 // identities maps each result's key to its ID.
-func identities(results []parsedResult) map[string]string {
+func identities(results []parse.Result) map[string]string {
 	out := make(map[string]string, len(results))
 	for i := range results {
 		out[results[i].Key()] = results[i].ID()

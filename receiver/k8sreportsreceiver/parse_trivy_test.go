@@ -16,6 +16,7 @@ import (
 	"sigs.k8s.io/yaml"
 
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/parse"
 )
 
 var (
@@ -26,18 +27,18 @@ var (
 )
 
 // parserFixture reads one object from testdata/parsers and decodes it the way the receiver does.
-func parserFixture(t *testing.T, gvr schema.GroupVersionResource, name string) *reportObject {
+func parserFixture(t *testing.T, gvr schema.GroupVersionResource, name string) *parse.Object {
 	t.Helper()
 	y, err := os.ReadFile(filepath.Join("testdata", "parsers", name))
 	require.NoError(t, err)
 	raw, err := yaml.YAMLToJSON(y)
 	require.NoError(t, err)
-	obj, err := decodeObject(gvr, raw)
+	obj, err := parse.DecodeObject(gvr, raw)
 	require.NoError(t, err)
 	return obj
 }
 
-func parsedResults(prs []parsedResult) []policyresult.Result {
+func parsedResults(prs []parse.Result) []policyresult.Result {
 	out := make([]policyresult.Result, len(prs))
 	for i := range prs {
 		out[i] = prs[i].Result
@@ -45,7 +46,7 @@ func parsedResults(prs []parsedResult) []policyresult.Result {
 	return out
 }
 
-func assertDistinctKeys(t *testing.T, prs ...parsedResult) {
+func assertDistinctKeys(t *testing.T, prs ...parse.Result) {
 	t.Helper()
 	seen := make(map[string]int, len(prs))
 	for i := range prs {
@@ -144,7 +145,7 @@ func TestParseVulnerabilityReport(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			got, err := parseVulnerabilityReport(parserFixture(t, gvrVulnerabilityReports, tt.file), testBudget)
+			got, err := parse.VulnerabilityReport(parserFixture(t, gvrVulnerabilityReports, tt.file), testBudget)
 			require.NoError(t, err)
 			results := parsedResults(got)
 			for i := range results {
@@ -160,7 +161,7 @@ func TestParseVulnerabilityReport(t *testing.T) {
 }
 
 func TestParseVulnerabilityReportBodyIsTheEntry(t *testing.T) {
-	got, err := parseVulnerabilityReport(parserFixture(t, gvrVulnerabilityReports, "trivy/vulnerabilityreport.yaml"), testBudget)
+	got, err := parse.VulnerabilityReport(parserFixture(t, gvrVulnerabilityReports, "trivy/vulnerabilityreport.yaml"), testBudget)
 	require.NoError(t, err)
 	require.Len(t, got, 7)
 	assert.JSONEq(t, `{
@@ -168,15 +169,15 @@ func TestParseVulnerabilityReportBodyIsTheEntry(t *testing.T) {
 		"fixedVersion": "3.0.13-1", "severity": "HIGH", "score": 7.5,
 		"title": "openssl: excessive time spent checking DH keys",
 		"primaryLink": "https://avd.aquasec.com/nvd/cve-2024-0001", "links": [], "target": ""
-	}`, string(got[0].body.bytes()))
+	}`, string(got[0].Body.Bytes()))
 	// The original severity stays in the body when the model has none for it.
 	var entry map[string]any
-	require.NoError(t, json.Unmarshal(got[2].body.bytes(), &entry))
+	require.NoError(t, json.Unmarshal(got[2].Body.Bytes(), &entry))
 	assert.Equal(t, "UNKNOWN", entry["severity"])
 }
 
 func TestParseVulnerabilityReportFields(t *testing.T) {
-	got, err := parseVulnerabilityReport(parserFixture(t, gvrVulnerabilityReports, "trivy/vulnerabilityreport.yaml"), testBudget)
+	got, err := parse.VulnerabilityReport(parserFixture(t, gvrVulnerabilityReports, "trivy/vulnerabilityreport.yaml"), testBudget)
 	require.NoError(t, err)
 	require.Len(t, got, 7)
 	score := 7.5
@@ -189,9 +190,9 @@ func TestParseVulnerabilityReportFields(t *testing.T) {
 }
 
 func TestParseVulnerabilityReportContainersDoNotCollide(t *testing.T) {
-	app, err := parseVulnerabilityReport(parserFixture(t, gvrVulnerabilityReports, "trivy/vulnerabilityreport.yaml"), testBudget)
+	app, err := parse.VulnerabilityReport(parserFixture(t, gvrVulnerabilityReports, "trivy/vulnerabilityreport.yaml"), testBudget)
 	require.NoError(t, err)
-	proxy, err := parseVulnerabilityReport(parserFixture(t, gvrVulnerabilityReports, "trivy/vulnerabilityreport-sidecar.yaml"), testBudget)
+	proxy, err := parse.VulnerabilityReport(parserFixture(t, gvrVulnerabilityReports, "trivy/vulnerabilityreport-sidecar.yaml"), testBudget)
 	require.NoError(t, err)
 	// Same CVE, package and workload in two containers.
 	require.Equal(t, app[0].Policy, proxy[0].Policy)
@@ -201,11 +202,11 @@ func TestParseVulnerabilityReportContainersDoNotCollide(t *testing.T) {
 
 func TestParseVulnerabilityReportRuleDoesNotDependOnOrder(t *testing.T) {
 	obj := parserFixture(t, gvrVulnerabilityReports, "trivy/vulnerabilityreport.yaml")
-	want, err := parseVulnerabilityReport(obj, testBudget)
+	want, err := parse.VulnerabilityReport(obj, testBudget)
 	require.NoError(t, err)
 
 	var doc map[string]any
-	require.NoError(t, json.Unmarshal(obj.raw, &doc))
+	require.NoError(t, json.Unmarshal(obj.Raw, &doc))
 	report := doc["report"].(map[string]any)
 	vulns := report["vulnerabilities"].([]any)
 	for i, j := 0, len(vulns)-1; i < j; i, j = i+1, j-1 {
@@ -213,12 +214,12 @@ func TestParseVulnerabilityReportRuleDoesNotDependOnOrder(t *testing.T) {
 	}
 	raw, err := json.Marshal(doc)
 	require.NoError(t, err)
-	reversed, err := decodeObject(gvrVulnerabilityReports, raw)
+	reversed, err := parse.DecodeObject(gvrVulnerabilityReports, raw)
 	require.NoError(t, err)
-	got, err := parseVulnerabilityReport(reversed, testBudget)
+	got, err := parse.VulnerabilityReport(reversed, testBudget)
 	require.NoError(t, err)
 
-	keys := func(prs []parsedResult) []string {
+	keys := func(prs []parse.Result) []string {
 		out := make([]string, len(prs))
 		for i := range prs {
 			out[i] = prs[i].Key()
@@ -282,7 +283,7 @@ func TestParseConfigAuditReport(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			got, err := parseTrivyChecks(parserFixture(t, tt.gvr, tt.file), testBudget)
+			got, err := parse.TrivyChecks(parserFixture(t, tt.gvr, tt.file), testBudget)
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, parsedResults(got))
 			assertDistinctKeys(t, got...)
@@ -291,7 +292,7 @@ func TestParseConfigAuditReport(t *testing.T) {
 }
 
 func TestParseConfigAuditReportBodyIsTheCheck(t *testing.T) {
-	got, err := parseTrivyChecks(parserFixture(t, gvrConfigAuditReports, "trivy/configauditreport.yaml"), testBudget)
+	got, err := parse.TrivyChecks(parserFixture(t, gvrConfigAuditReports, "trivy/configauditreport.yaml"), testBudget)
 	require.NoError(t, err)
 	require.Len(t, got, 7)
 	assert.JSONEq(t, `{
@@ -299,27 +300,27 @@ func TestParseConfigAuditReportBodyIsTheCheck(t *testing.T) {
 		"category": "Kubernetes Security Check", "scope": {"type": "Container", "value": "metrics"},
 		"messages": ["Container 'metrics' should set 'securityContext.readOnlyRootFilesystem' to true"],
 		"success": false
-	}`, string(got[5].body.bytes()))
+	}`, string(got[5].Body.Bytes()))
 }
 
 func TestParseTrivyMalformed(t *testing.T) {
-	_, err := parseVulnerabilityReport(parserFixture(t, gvrVulnerabilityReports, "trivy/vulnerabilityreport-malformed.yaml"), testBudget)
+	_, err := parse.VulnerabilityReport(parserFixture(t, gvrVulnerabilityReports, "trivy/vulnerabilityreport-malformed.yaml"), testBudget)
 	assert.ErrorContains(t, err, "report.vulnerabilities")
 
-	_, err = parseTrivyChecks(parserFixture(t, gvrConfigAuditReports, "trivy/configauditreport-malformed.yaml"), testBudget)
+	_, err = parse.TrivyChecks(parserFixture(t, gvrConfigAuditReports, "trivy/configauditreport-malformed.yaml"), testBudget)
 	assert.ErrorContains(t, err, "report.checks")
 
 	// One entry of the wrong type fails the report, naming the entry.
-	obj, err := decodeObject(gvrVulnerabilityReports, []byte(`{"kind":"VulnerabilityReport","metadata":{"name":"x"},
+	obj, err := parse.DecodeObject(gvrVulnerabilityReports, []byte(`{"kind":"VulnerabilityReport","metadata":{"name":"x"},
 		"report":{"vulnerabilities":[{"vulnerabilityID":"CVE-1","resource":"a"},{"vulnerabilityID":7}]}}`))
 	require.NoError(t, err)
-	_, err = parseVulnerabilityReport(obj, testBudget)
+	_, err = parse.VulnerabilityReport(obj, testBudget)
 	assert.ErrorContains(t, err, "report.vulnerabilities[1]")
 
-	obj, err = decodeObject(gvrExposedSecretReports, []byte(`{"kind":"ExposedSecretReport","metadata":{"name":"x","namespace":"y"},
+	obj, err = parse.DecodeObject(gvrExposedSecretReports, []byte(`{"kind":"ExposedSecretReport","metadata":{"name":"x","namespace":"y"},
 		"report":{"secrets":[{"ruleID":"aws-access-key-id","target":"a"},{"ruleID":["github-pat"]}]}}`))
 	require.NoError(t, err)
-	_, err = parseExposedSecretReport(obj, testBudget)
+	_, err = parse.ExposedSecretReport(obj, testBudget)
 	assert.ErrorContains(t, err, "report.secrets[1]")
 }
 
@@ -330,18 +331,18 @@ func TestParseTrivyMissingReport(t *testing.T) {
 		`{"kind":"VulnerabilityReport","metadata":{"name":"x","namespace":"y"},"report":null}`,
 		`{"kind":"VulnerabilityReport","metadata":{"name":"x","namespace":"y"},"report":{"vulnerabilities":null}}`,
 	} {
-		obj, err := decodeObject(gvrVulnerabilityReports, []byte(raw))
+		obj, err := parse.DecodeObject(gvrVulnerabilityReports, []byte(raw))
 		require.NoError(t, err)
-		got, err := parseVulnerabilityReport(obj, testBudget)
+		got, err := parse.VulnerabilityReport(obj, testBudget)
 		require.NoError(t, err, raw)
 		assert.Empty(t, got, raw)
-		got, err = parseTrivyChecks(obj, testBudget)
+		got, err = parse.TrivyChecks(obj, testBudget)
 		require.NoError(t, err, raw)
 		assert.Empty(t, got, raw)
-		got, err = parseExposedSecretReport(obj, testBudget)
+		got, err = parse.ExposedSecretReport(obj, testBudget)
 		require.NoError(t, err, raw)
 		assert.Empty(t, got, raw)
-		got, err = parseClusterComplianceReport(obj, testBudget)
+		got, err = parse.ClusterComplianceReport(obj, testBudget)
 		require.NoError(t, err, raw)
 		assert.Empty(t, got, raw)
 	}

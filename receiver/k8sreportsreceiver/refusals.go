@@ -3,7 +3,11 @@
 
 package k8sreportsreceiver // import "github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver"
 
-import "fmt"
+import (
+	"fmt"
+
+	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/parse"
+)
 
 // refusalsSource is the status source of the reports skipped as too large.
 const refusalsSource = "too_large"
@@ -13,12 +17,12 @@ const refusalsSource = "too_large"
 // version that fits. What survives a restart is each report's emitted state (emittedReport.refused).
 type refusals struct {
 	problems *problems
-	sizes    map[objKey]reportSize
+	sizes    map[objKey]parse.Size
 	latest   objKey
 }
 
 func newRefusals(p *problems) *refusals {
-	return &refusals{problems: p, sizes: map[objKey]reportSize{}}
+	return &refusals{problems: p, sizes: map[objKey]parse.Size{}}
 }
 
 // update takes note of a report's committed state (nil: the report is gone).
@@ -45,7 +49,7 @@ func (f *refusals) report() {
 		}
 	}
 	f.problems.hold(refusalsSource, fmt.Errorf("%d report(s) skipped as too large to process, e.g. %s: %d records with %d bytes of bodies",
-		len(f.sizes), f.latest, size.records, size.bytes))
+		len(f.sizes), f.latest, size.Records, size.Bytes))
 }
 
 // reset forgets every report: the receiver stopped leading.

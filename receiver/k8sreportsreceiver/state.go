@@ -9,6 +9,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/parse"
 )
 
 // objKey identifies a report object across versions: a report deleted and re-created under the same name is
@@ -26,6 +27,11 @@ func (k objKey) String() string {
 		name += k.namespace + "/"
 	}
 	return name + k.name
+}
+
+// objRef names the report object in logs and errors the way kubectl does.
+func objRef(o *parse.Object) string {
+	return objKey{o.GVR, o.Metadata.Namespace, o.Metadata.Name}.String()
 }
 
 // emittedReport is what downstream has received for one report: enough to diff the next version against and
@@ -46,13 +52,13 @@ type emittedReport struct {
 // refusal is a report version that fanned out to more than the budget, and what it fanned out to.
 type refusal struct {
 	resourceVersion string
-	size            reportSize
+	size            parse.Size
 }
 
 // refusing is the state after version rv of the report was skipped as too large: what was emitted before
 // stays emitted (a report that cannot be read is not one whose findings were fixed), and rv is remembered so
 // that it is not read again, here or after a restart, unless a budget it fits is configured.
-func (e *emittedReport) refusing(rv string, size reportSize) *emittedReport {
+func (e *emittedReport) refusing(rv string, size parse.Size) *emittedReport {
 	next := &emittedReport{}
 	if e != nil {
 		*next = *e
@@ -178,7 +184,7 @@ func (e *emittedReport) result(i int, cluster string) policyresult.Result {
 // body. It points into the parsed report (or, for a resolved result, at the result rebuilt from the state), so
 // that a report's records cost no copy of its results while they wait for their batches.
 type outRecord struct {
-	*parsedResult
+	*parse.Result
 	hashes policyresult.Hashes
 }
 
@@ -186,7 +192,7 @@ type outRecord struct {
 // changed results, and resolved ones when emitResolved) and the state to remember once they are accepted.
 // deleted means the report is gone (the state is then nil); partial that results missing from next are kept
 // rather than resolved. A scan run is never resolved: it is an event that happened, replaced by the next run.
-func diff(prev *emittedReport, next []parsedResult, deleted, partial, emitResolved bool, cluster string) ([]outRecord, *emittedReport) {
+func diff(prev *emittedReport, next []parse.Result, deleted, partial, emitResolved bool, cluster string) ([]outRecord, *emittedReport) {
 	var prevByKey map[policyresult.Hash]int
 	if prev != nil {
 		prevByKey = make(map[policyresult.Hash]int, len(prev.results))
@@ -204,7 +210,7 @@ func diff(prev *emittedReport, next []parsedResult, deleted, partial, emitResolv
 			r := &next[i].Result
 			h := r.Hashes()
 			if _, dup := seen[h.Key]; dup {
-				continue // disambiguate() makes this impossible for parsed reports; kept as a guard
+				continue // parse.Disambiguate makes this impossible for parsed reports; kept as a guard
 			}
 			seen[h.Key] = struct{}{}
 			b.add(r, h)
@@ -236,7 +242,7 @@ func diff(prev *emittedReport, next []parsedResult, deleted, partial, emitResolv
 		// Keep the source's order for resolved records too, so the output is deterministic.
 		for i := range prev.results {
 			if _, gone := prevByKey[prev.results[i].hashes.Key]; gone && !prev.results[i].identity.Value().scanRun() {
-				r := &parsedResult{Result: prev.result(i, cluster)}
+				r := &parse.Result{Result: prev.result(i, cluster)}
 				r.State = policyresult.StateResolved
 				// A resolved record's ID is that of the last outcome without its message, which the state does not
 				// keep, so the rebuilt result is hashed: its key is the stored one, unless cluster_name changed

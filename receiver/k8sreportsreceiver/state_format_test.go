@@ -21,15 +21,16 @@ import (
 
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/filestoragetest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/parse"
 )
 
 // fixtureResults are the results whose emitted state testdata/state/v1-report.json holds, as the first
 // version of the stored state wrote it (its keys and IDs computed outside Go, from the hash specification).
-func fixtureResults() []parsedResult {
+func fixtureResults() []parse.Result {
 	scored, unscored := true, false
 	report := policyresult.Report{Kind: "PolicyReport", Namespace: "shop", Name: "r1"}
 	cart := policyresult.Resource{APIVersion: "v1", Kind: "Pod", Namespace: "shop", Name: "cart-1", UID: "uid-cart-1"}
-	return []parsedResult{
+	return []parse.Result{
 		{Result: policyresult.Result{Cluster: "c1", Source: "kyverno", Policy: "require-labels", Rule: "check-team",
 			Category: "Best Practices", Severity: policyresult.SeverityMedium, Scored: &scored,
 			Outcome: policyresult.OutcomeFail, Message: "label team is required", Resource: cart, Report: report}},
@@ -96,7 +97,7 @@ func secondVersionFixture() map[objKey]*emittedReport {
 	r1.UID, r1.ResourceVersion = "uid-r1", "4711"
 	return map[objKey]*emittedReport{
 		{schema.GroupVersionResource{Group: "wgpolicyk8s.io", Version: "v1alpha2", Resource: "policyreports"}, "shop", "r1"}:     r1,
-		{schema.GroupVersionResource{Group: "wgpolicyk8s.io", Version: "v1alpha2", Resource: "clusterpolicyreports"}, "", "cis"}: (*emittedReport)(nil).refusing("12", reportSize{records: 70_000, bytes: 3 << 20}),
+		{schema.GroupVersionResource{Group: "wgpolicyk8s.io", Version: "v1alpha2", Resource: "clusterpolicyreports"}, "", "cis"}: (*emittedReport)(nil).refusing("12", parse.Size{Records: 70_000, Bytes: 3 << 20}),
 	}
 }
 
@@ -177,7 +178,7 @@ func (e *emittedReport) MarshalJSON() ([]byte, error) {
 	w := wireReport{UID: e.UID, ResourceVersion: e.ResourceVersion,
 		Report: wireRef{Kind: e.report.Kind, Namespace: e.report.Namespace, Name: e.report.Name}}
 	if e.refused != nil {
-		w.Refused = &wireRefusal{ResourceVersion: e.refused.resourceVersion, Records: e.refused.size.records, Bytes: e.refused.size.bytes}
+		w.Refused = &wireRefusal{ResourceVersion: e.refused.resourceVersion, Records: e.refused.size.Records, Bytes: e.refused.size.Bytes}
 	}
 	w.Subjects = make([]wireRef, 0, len(e.subjects))
 	w.Results = make([]wireStoredResult, 0, len(e.results))

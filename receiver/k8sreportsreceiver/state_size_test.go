@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/filestoragetest"
+	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/parse"
 )
 
 // pssReportJSON is a PolicyReport of testbed/k8sreports: the 19 results of Kyverno's Pod Security Standards
@@ -43,9 +44,9 @@ func pssReport(tb testing.TB, i int) (objKey, *emittedReport) {
 	uid := fmt.Sprintf("0b7f7c1e-%04d-4c1e-9f35-%012d", i%10000, i)
 	raw := strings.NewReplacer("$NAMESPACE", ns, "$UID", uid, "$RV", fmt.Sprint(100000+i),
 		"$POD", fmt.Sprintf("app-%d-7d9f8c6b5-x%04d", i%40, i)).Replace(pssReportJSON)
-	obj, err := decodeObject(policyReportGVR, []byte(raw))
+	obj, err := parse.DecodeObject(policyReportGVR, []byte(raw))
 	require.NoError(tb, err)
-	parsed, err := parsePolicyReport(obj, testBudget)
+	parsed, err := parse.PolicyReport(obj, testBudget)
 	require.NoError(tb, err)
 	require.Len(tb, parsed, pssResults)
 	_, state := diff(nil, parsed, false, false, true, "c1")

@@ -14,14 +14,15 @@ import (
 
 	"github.com/otelcol-policy/otelcol-policy/internal/testutil/filestoragetest"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/parse"
 )
 
-func res(policy, name string, o policyresult.Outcome, msg string) parsedResult {
-	return parsedResult{Result: policyresult.Result{
+func res(policy, name string, o policyresult.Outcome, msg string) parse.Result {
+	return parse.Result{Result: policyresult.Result{
 		Cluster: "c1", Source: "kyverno", Policy: policy, Outcome: o, Message: msg,
 		Resource: policyresult.Resource{Kind: "Pod", Namespace: "shop", Name: name},
 		Report:   policyresult.Report{Kind: "PolicyReport", Namespace: "shop", Name: "r"},
-	}, body: wholeBody([]byte(`{"policy":"` + policy + `"}`))}
+	}, Body: parse.WholeBody([]byte(`{"policy":"` + policy + `"}`))}
 }
 
 func states(recs []outRecord) []string {
@@ -32,7 +33,7 @@ func states(recs []outRecord) []string {
 	return out
 }
 
-func emittedOf(results []parsedResult) *emittedReport {
+func emittedOf(results []parse.Result) *emittedReport {
 	_, state := diff(nil, results, false, false, true, "c1")
 	return state
 }
@@ -42,36 +43,36 @@ func TestDiff(t *testing.T) {
 	b := res("p2", "b", policyresult.OutcomePass, "")
 	c := res("p3", "c", policyresult.OutcomeWarn, "hmm")
 
-	recs, stored := diff(nil, []parsedResult{a, b}, false, false, true, "c1")
+	recs, stored := diff(nil, []parse.Result{a, b}, false, false, true, "c1")
 	assert.Equal(t, []string{"new p1 a fail", "new p2 b pass"}, states(recs))
-	assert.Equal(t, `{"policy":"p1"}`, string(recs[0].body.bytes()))
+	assert.Equal(t, `{"policy":"p1"}`, string(recs[0].Body.Bytes()))
 	assert.Len(t, stored.results, 2)
 	prev := stored
 
 	// Unchanged results emit nothing.
-	recs, _ = diff(prev, []parsedResult{a, b}, false, false, true, "c1")
+	recs, _ = diff(prev, []parse.Result{a, b}, false, false, true, "c1")
 	assert.Empty(t, recs)
 
 	// A new message is a change too: the result ID covers it.
 	a2 := res("p1", "a", policyresult.OutcomeFail, "worse")
 	b2 := res("p2", "b", policyresult.OutcomeFail, "")
-	recs, stored = diff(prev, []parsedResult{a2, b2, c}, false, false, true, "c1")
+	recs, stored = diff(prev, []parse.Result{a2, b2, c}, false, false, true, "c1")
 	assert.Equal(t, []string{"changed p1 a fail", "changed p2 b fail", "new p3 c warn"}, states(recs))
 
 	// A result that disappears is resolved with its last outcome and its original key.
 	prev = stored
-	recs, _ = diff(prev, []parsedResult{a2, c}, false, false, true, "c1")
+	recs, _ = diff(prev, []parse.Result{a2, c}, false, false, true, "c1")
 	assert.Equal(t, []string{"resolved p2 b fail"}, states(recs))
 	assert.Equal(t, b2.Key(), recs[0].Key())
-	assert.True(t, recs[0].body.isZero())
+	assert.True(t, recs[0].Body.IsZero())
 
 	// Without emit_resolved nothing is said, but the state still forgets the result.
-	recs, stored = diff(prev, []parsedResult{a2, c}, false, false, false, "c1")
+	recs, stored = diff(prev, []parse.Result{a2, c}, false, false, false, "c1")
 	assert.Empty(t, recs)
 	assert.Len(t, stored.results, 2)
 
 	// A partial report (Gatekeeper's capped violations) resolves nothing it does not list, and keeps it.
-	recs, stored = diff(prev, []parsedResult{c}, false, true, true, "c1")
+	recs, stored = diff(prev, []parse.Result{c}, false, true, true, "c1")
 	assert.Empty(t, recs)
 	assert.Len(t, stored.results, 3)
 
@@ -85,7 +86,7 @@ func TestStoredResultKeepsIdentity(t *testing.T) {
 	scored := false
 	r := res("p1", "a", policyresult.OutcomeFail, "bad")
 	r.Scored, r.Severity, r.Category, r.Rule, r.Resource.UID = &scored, policyresult.SeverityLow, "cat", "rule", "uid-1"
-	st := emittedOf([]parsedResult{r})
+	st := emittedOf([]parse.Result{r})
 	back := st.result(0, "c1")
 	assert.Equal(t, r.Key(), back.Key())
 	r.Message = ""
@@ -170,9 +171,9 @@ func TestStateStoreRoundTrip(t *testing.T) {
 	assert.Empty(t, loaded)
 
 	k1, k2 := objKey{policyReportGVR, "shop", "r1"}, objKey{clusterPolicyReportGVR, "", "cis"}
-	r1 := emittedOf([]parsedResult{res("p1", "a", policyresult.OutcomeFail, "x")})
+	r1 := emittedOf([]parse.Result{res("p1", "a", policyresult.OutcomeFail, "x")})
 	r1.UID, r1.ResourceVersion = "u1", "10"
-	r2 := emittedOf([]parsedResult{res("p2", "b", policyresult.OutcomePass, "")})
+	r2 := emittedOf([]parse.Result{res("p2", "b", policyresult.OutcomePass, "")})
 	require.NoError(t, s.save(context.Background(), map[objKey]*emittedReport{k1: r1, k2: r2}))
 	require.NoError(t, s.save(context.Background(), map[objKey]*emittedReport{k2: nil}))
 

@@ -14,6 +14,7 @@ import (
 
 	"github.com/otelcol-policy/otelcol-policy/internal/binenc"
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/parse"
 )
 
 // The entries of the stored state (storage.go) are binary: varints, and strings as length-prefixed fields
@@ -56,8 +57,8 @@ func appendSlot(b []byte, k objKey, e *emittedReport, identity func(unique.Handl
 	}
 	if e.refused != nil {
 		b = policyresult.AppendField(b, e.refused.resourceVersion)
-		b = binary.AppendUvarint(b, uint64(e.refused.size.records)) //nolint:gosec // G115: a size is not negative
-		b = binary.AppendUvarint(b, uint64(e.refused.size.bytes))   //nolint:gosec // G115: a size is not negative
+		b = binary.AppendUvarint(b, uint64(e.refused.size.Records)) //nolint:gosec // G115: a size is not negative
+		b = binary.AppendUvarint(b, uint64(e.refused.size.Bytes))   //nolint:gosec // G115: a size is not negative
 	}
 	b = binary.AppendUvarint(b, uint64(len(e.subjects)))
 	for _, s := range e.subjects {
@@ -112,7 +113,7 @@ func decodeSlot(b []byte, ids []unique.Handle[ruleIdentity], used []bool, in int
 		if records > math.MaxInt32 || size > math.MaxInt64 {
 			d.Fail(fmt.Errorf("a refused version of %d records and %d bytes", records, size))
 		}
-		e.refused = &refusal{resourceVersion: rv, size: reportSize{records: int(records), bytes: int64(size)}} //nolint:gosec // G115: checked
+		e.refused = &refusal{resourceVersion: rv, size: parse.Size{Records: int(records), Bytes: int64(size)}} //nolint:gosec // G115: checked
 	}
 	if n := d.Count(minSubjectSize); n > 0 {
 		e.subjects = make([]policyresult.Resource, n)

@@ -19,6 +19,7 @@ import (
 	"go.opentelemetry.io/collector/extension/xextension/storage"
 
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/parse"
 )
 
 // loadedState is what a new store (a restart, the next leader) loads from client.
@@ -39,7 +40,7 @@ func stored(t *testing.T, client storage.Client, key string) []byte {
 
 // policyState is the state of a report in namespace shop with one result of each policy.
 func policyState(uid string, policies ...string) *emittedReport {
-	results := make([]parsedResult, len(policies))
+	results := make([]parse.Result, len(policies))
 	for i, p := range policies {
 		results[i] = res(p, "pod-"+p, policyresult.OutcomeFail, "")
 	}
@@ -86,10 +87,10 @@ func everyKindOfState() map[objKey]*emittedReport {
 
 	scan := res("cis-scan", "", policyresult.OutcomeError, "")
 	scan.Scan, scan.Resource = &policyresult.ScanRun{Run: "7"}, policyresult.Resource{}
-	withScan := emittedOf([]parsedResult{scan, res("p1", "a", policyresult.OutcomeSkip, "")})
+	withScan := emittedOf([]parse.Result{scan, res("p1", "a", policyresult.OutcomeSkip, "")})
 
-	refused := fixture.refusing("4712", reportSize{records: 70_000, bytes: 1 << 30})
-	refusedFirst := (*emittedReport)(nil).refusing("9", reportSize{records: 1, bytes: 2})
+	refused := fixture.refusing("4712", parse.Size{Records: 70_000, Bytes: 1 << 30})
+	refusedFirst := (*emittedReport)(nil).refusing("9", parse.Size{Records: 1, Bytes: 2})
 
 	elsewhere := policyState("u-x", "p1", "p2")
 	elsewhere.report = policyresult.Report{Kind: "Constraint", Namespace: "", Name: "other-name"}
@@ -180,7 +181,7 @@ func TestStateStoreReusesFreedSlots(t *testing.T) {
 func TestStateStoreWritesGrowWithTheChangesNotTheState(t *testing.T) {
 	ctx := context.Background()
 	_, pss := pssReport(t, 0)
-	changed := pss.refusing("2", reportSize{records: 1, bytes: 1})
+	changed := pss.refusing("2", parse.Size{Records: 1, Bytes: 1})
 	commitOf := func(names []string, state *emittedReport) map[objKey]*emittedReport {
 		out := make(map[objKey]*emittedReport, len(names))
 		for _, n := range names {

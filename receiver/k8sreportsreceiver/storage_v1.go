@@ -14,6 +14,7 @@ import (
 	"k8s.io/apimachinery/pkg/runtime/schema"
 
 	"github.com/otelcol-policy/otelcol-policy/pkg/policyresult"
+	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/parse"
 )
 
 // The first version of the stored state, read only to migrate it (storage.go): one JSON entry per report under
@@ -121,7 +122,7 @@ func (e *emittedReport) UnmarshalJSON(b []byte) error {
 		report: policyresult.Report{Kind: w.Report.Kind, Namespace: w.Report.Namespace, Name: w.Report.Name}}
 	if w.Refused != nil {
 		e.refused = &refusal{resourceVersion: w.Refused.ResourceVersion,
-			size: reportSize{records: w.Refused.Records, bytes: w.Refused.Bytes}}
+			size: parse.Size{Records: w.Refused.Records, Bytes: w.Refused.Bytes}}
 	}
 	for _, s := range w.Subjects {
 		e.subjects = append(e.subjects, policyresult.Resource{APIVersion: s.APIVersion, Kind: s.Kind, Namespace: s.Namespace, Name: s.Name, UID: s.UID})

@@ -8,6 +8,8 @@ import (
 	"sync"
 
 	"k8s.io/apimachinery/pkg/runtime/schema"
+
+	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/parse"
 )
 
 // update is the latest unprocessed version of one report.
@@ -19,10 +21,10 @@ type update struct {
 	// partial: results missing from this version are kept rather than resolved.
 	partial bool
 	// refused: this version fans out to more than the budget and was not read.
-	refused *reportSize
+	refused *parse.Size
 	uid     string
 	rv      string
-	results []parsedResult
+	results []parse.Result
 }
 
 // tracker sits between the watchers and the emitter. Watchers put the latest version of each report; the
@@ -101,12 +103,12 @@ func (t *tracker) putLocked(k objKey, u *update) {
 
 // refused returns what version rv of a report fanned out to, when it was skipped as too large: the watcher
 // then skips it without reading it again.
-func (t *tracker) refused(k objKey, rv string) (reportSize, bool) {
+func (t *tracker) refused(k objKey, rv string) (parse.Size, bool) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	e := t.emitted[k]
 	if rv == "" || e == nil || e.refused == nil || e.refused.resourceVersion != rv {
-		return reportSize{}, false
+		return parse.Size{}, false
 	}
 	return e.refused.size, true
 }

@@ -18,6 +18,8 @@ import (
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/client-go/rest"
+
+	"github.com/otelcol-policy/otelcol-policy/receiver/k8sreportsreceiver/internal/parse"
 )
 
 // watcher lists and watches one report resource as raw JSON, like a client-go reflector, but hands each object
@@ -163,7 +165,7 @@ func (w *watcher) watch(ctx context.Context, rv string) (string, error) {
 				return rv, err
 			}
 		case "DELETED":
-			obj, err := decodeObject(w.gvr, ev.Object)
+			obj, err := parse.DecodeObject(w.gvr, ev.Object)
 			if err != nil {
 				return rv, err
 			}
@@ -201,7 +203,7 @@ func (w *watcher) progress(rv string) {
 // report whose findings were fixed. So is a report that fans out to more than the budget; its version is
 // remembered with the emitted state, so that it is skipped without being read again, here or after a restart.
 func (w *watcher) handle(ctx context.Context, raw json.RawMessage, seen map[objKey]struct{}) error {
-	obj, err := decodeObject(w.gvr, raw)
+	obj, err := parse.DecodeObject(w.gvr, raw)
 	if err != nil {
 		w.problems.malformed(w, "(undecodable object)", err)
 		return nil
@@ -217,26 +219,26 @@ func (w *watcher) handle(ctx context.Context, raw json.RawMessage, seen map[objK
 		seen[k] = struct{}{}
 	}
 	budget := w.cfg.budget()
-	if size, refused := w.tracker.refused(k, obj.Metadata.ResourceVersion); refused && !budget.fits(size) {
-		w.problems.tooLarge(w, obj.ref(), &tooLargeError{size: size, budget: budget})
+	if size, refused := w.tracker.refused(k, obj.Metadata.ResourceVersion); refused && !budget.Fits(size) {
+		w.problems.tooLarge(w, objRef(obj), &parse.TooLargeError{Size: size, Budget: budget})
 		return nil
 	}
 	u := &update{kind: w.kind.name, uid: obj.Metadata.UID, rv: obj.Metadata.ResourceVersion}
 	results, err := w.kind.parse(obj, budget)
-	var tooLarge *tooLargeError
+	var tooLarge *parse.TooLargeError
 	switch {
 	case errors.As(err, &tooLarge):
-		w.problems.tooLarge(w, obj.ref(), err)
-		u.refused = &tooLarge.size
+		w.problems.tooLarge(w, objRef(obj), err)
+		u.refused = &tooLarge.Size
 		return w.tracker.put(ctx, k, u)
 	case err != nil:
-		w.problems.malformed(w, obj.ref(), err)
+		w.problems.malformed(w, objRef(obj), err)
 		return nil
 	}
 	for i := range results {
 		results[i].Cluster = w.cfg.ClusterName
 	}
-	u.results, u.partial = results, obj.partial
+	u.results, u.partial = results, obj.Partial
 	u.adopt = w.adoptFirstList && seen != nil
 	return w.tracker.put(ctx, k, u)
 }
