@@ -60,7 +60,7 @@ var benchSteps = []benchStep{
 	{Name: "policyresult", Pkg: "./pkg/policyresult/", Bench: "^Benchmark(KeyAndID|WriteLogRecord)$", Args: count, Timeout: 5 * time.Minute, About: 15 * time.Second},
 	{Name: "recordjson", Pkg: "./pkg/recordjson/", Bench: "^BenchmarkAppend$", Args: count, Timeout: 5 * time.Minute, About: 5 * time.Second},
 	{Name: "jsonpdata", Pkg: "./internal/jsonpdata/", Bench: "^BenchmarkSetValue$", Args: count, Timeout: 5 * time.Minute, About: 5 * time.Second},
-	{Name: "decode", Pkg: "./receiver/decisionlogsreceiver/", Bench: "^BenchmarkDecode", Args: count, Timeout: 5 * time.Minute, About: 50 * time.Second},
+	{Name: "decode", Pkg: "./receiver/decisionlogsreceiver/internal/decode/", Bench: "^BenchmarkDecode", Args: count, Timeout: 5 * time.Minute, About: 50 * time.Second},
 	{Name: "durablefile", Pkg: "./exporter/durablefileexporter/", Bench: "^BenchmarkConsumeLogs$", Args: count, Timeout: 5 * time.Minute, About: 10 * time.Second},
 	{Name: "strip", Pkg: "./processor/k8smetadatastripprocessor/", Bench: "^BenchmarkStrip$/^decision", Args: count, Timeout: 5 * time.Minute, About: 30 * time.Second},
 	// A fixed count: the benchmark copies every record outside the timer, which at the default benchtime's
