@@ -91,8 +91,13 @@ func loadStatefulSetConfig(t *testing.T) statefulSetConfig {
 
 	// The receiver's batch size is its default (the config does not set it).
 	c.maxBatchRecords = k8sreportsreceiver.NewFactory().CreateDefaultConfig().(*k8sreportsreceiver.Config).MaxBatchRecords
-	require.Len(t, cfg.Exporters, 1, "one exporter, whose queue the bound is about")
-	for _, raw := range cfg.Exporters {
+	// The bound is about the queue of the records' exporter; the prometheus exporter serves policy_metrics'
+	// series and queues nothing.
+	for name, raw := range cfg.Exporters {
+		if name == "prometheus" {
+			continue
+		}
+		require.Equal(t, "otlp_http", name, "the records leave through one exporter, whose queue the bound is about")
 		exp := otlphttpexporter.NewFactory().CreateDefaultConfig().(*otlphttpexporter.Config)
 		require.NoError(t, confmap.NewFromStringMap(raw).Unmarshal(exp))
 		q := exp.QueueConfig.Get()
@@ -108,6 +113,7 @@ func loadStatefulSetConfig(t *testing.T) statefulSetConfig {
 		}
 		c.queueReplay = q.NumConsumers * perExport
 	}
+	require.Positive(t, c.queueReplay, "the records' exporter has a bounded queue")
 	return c
 }
 
