@@ -5,6 +5,7 @@ package k8sreportsreceiver
 
 import (
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -24,6 +25,8 @@ func observeSync(tr *testReceiver) *observer.ObservedLogs {
 
 func syncFields(t *testing.T, logs *observer.ObservedLogs) map[string]any {
 	t.Helper()
+	// The tee writes to the receiver's own log first: waitLog can see the line just before this observer has it.
+	require.Eventually(t, func() bool { return logs.FilterMessage(msgInitialSync).Len() > 0 }, 10*time.Second, time.Millisecond)
 	lines := logs.FilterMessage(msgInitialSync).All()
 	require.Len(t, lines, 1)
 	return lines[0].ContextMap()
